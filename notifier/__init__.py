@@ -1,0 +1,1 @@
+"""driftguard notifier."""
