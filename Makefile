@@ -16,7 +16,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet --config-settings editable_mode=compat -e '.[test,bench]'
 	touch $@
 
 $(TOOLS)/helm $(TOOLS)/kubectl &: scripts/install_tools.py | $(BIN)/python

@@ -1,11 +1,189 @@
-"""driftguard-cmp: the Config Management Plugin's commands (rendering lands with the CMP issue)."""
+"""driftguard-cmp: the Config Management Plugin's commands.
+
+Argo CD runs ``generate``, ``discover`` and ``parameters`` (see manifests/base/cmp/plugin.yaml);
+people and PR checks run ``render`` (and ``diff``). A refusal prints, as its first stderr line,
+``driftguard: refused by <guard>: <reason>`` (errors: ``driftguard: error: ...``), then at most
+30 lines of detail and one line saying how to fix or override it, and exits non-zero so that
+Argo CD syncs and prunes nothing.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cmp_plugin import pipeline
+from cmp_plugin.argo_env import AppEnv, parse_parameters
+from cmp_plugin.params import PARAMETERS, by_name
+from cmp_plugin.renderers import RENDERERS
+from cmp_plugin.settings import CmpSettings
+from driftguard.errors import ConfigError, DriftguardError, GuardRefusal, RenderError
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["format_failure", "main"]
+
+MAX_DETAIL_LINES = 30
+EXIT_REFUSED = 3
+EXIT_ERROR = 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the usage until the commands land."""
-    sys.stdout.write("usage: driftguard-cmp {generate,discover,parameters,render,diff}\n")
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv == ["generate"]:
+            # Argo CD's hot path: no argparse, the tool starts as early as possible
+            return cmd_generate(None)
+        args = build_parser().parse_args(argv)
+        return int(args.func(args))
+    except (DriftguardError, OSError) as exc:
+        sys.stderr.write(format_failure(exc))
+        return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="driftguard-cmp", description="driftguard's Argo CD Config Management Plugin"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="render the app in the current directory for Argo CD")
+    gen.set_defaults(func=cmd_generate)
+    disc = sub.add_parser(
+        "discover", help="print the renderer when this plugin applies to the current directory"
+    )
+    disc.set_defaults(func=cmd_discover)
+    par = sub.add_parser("parameters", help="print the parameter announcements (JSON) for the current app")
+    par.set_defaults(func=cmd_parameters)
+    ren = sub.add_parser("render", help="render and guard an app directory locally, with findings for people")
+    ren.add_argument("path", type=Path, help="the app directory (a chart, an overlay or plain manifests)")
+    ren.add_argument(
+        "--values-file", action="append", default=[], help="a values file, relative to PATH (repeatable)"
+    )
+    ren.add_argument(
+        "--set-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any plugin parameter; arrays comma-separated (repeatable)",
+    )
+    ren.add_argument("--app-name", default="", help="the Application's name (release name default)")
+    ren.add_argument("--namespace", default="", help="the destination namespace")
+    ren.add_argument("-o", "--output", type=Path, help="write the manifests to this file")
+    ren.set_defaults(func=cmd_render)
+    py = sub.add_parser(
+        "plugin-yaml", help="print the ConfigManagementPlugin config generated from the parameter table"
+    )
+    py.set_defaults(func=cmd_plugin_yaml)
+    return parser
+
+
+def cmd_generate(args: argparse.Namespace | None) -> int:
+    env = AppEnv.from_environ(os.environ)
+    settings = CmpSettings.from_env()
+    app_dir = Path.cwd()
+    outcome = pipeline.run(
+        app_dir, repo_root=pipeline.find_repo_root(app_dir, env.source_path), env=env, settings=settings
+    )
+    for warning in outcome.warnings:
+        sys.stderr.write(warning.rstrip() + "\n")
+    sys.stdout.write(outcome.text)
     return 0
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    from cmp_plugin.renderers.directory import manifest_files
+
+    app_dir = Path.cwd()
+    for renderer in RENDERERS.values():
+        if renderer.name != "directory" and renderer.detect(app_dir):
+            print(renderer.name)
+            return 0
+    if manifest_files(app_dir):
+        print("directory")
+    return 0
+
+
+def cmd_parameters(args: argparse.Namespace) -> int:
+    import json
+
+    env = AppEnv.from_environ(os.environ)
+    announcements = [p.announcement(env.params[p.name]) for p in PARAMETERS]
+    json.dump(announcements, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {}
+    for item in args.set_param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError("--set-param", f"expected NAME=VALUE, got {item!r}")
+        param = by_name(name.strip())
+        overrides[param.name] = [v for v in value.split(",") if v] if param.collection == "array" else value
+    if args.values_file:
+        overrides["values-files"] = list(overrides.get("values-files", [])) + args.values_file
+    params, explicit = parse_parameters({}, overrides)
+    env = AppEnv(
+        app_name=args.app_name or args.path.resolve().name,
+        app_namespace=args.namespace,
+        params=params,
+        explicit=explicit,
+    )
+    outcome = pipeline.run(
+        args.path, repo_root=pipeline.find_repo_root(args.path, ""), env=env, settings=CmpSettings.from_env()
+    )
+    kinds: dict[str, int] = {}
+    for key in outcome.keys:
+        kinds[key.kind] = kinds.get(key.kind, 0) + 1
+    print(
+        f"driftguard: {args.path}: {outcome.renderer} rendered {len(outcome.keys)} resource(s); every guard passed"
+    )
+    for kind, count in sorted(kinds.items()):
+        print(f"  {count:5} {kind}")
+    for warning in outcome.warnings:
+        print(warning.rstrip())
+    if args.output:
+        args.output.write_text(outcome.text)
+        print(f"manifests written to {args.output}")
+    return 0
+
+
+def cmd_plugin_yaml(args: argparse.Namespace) -> int:
+    from cmp_plugin.plugin_yaml import plugin_config_map
+
+    sys.stdout.write(plugin_config_map())
+    return 0
+
+
+def format_failure(exc: BaseException) -> str:
+    """The text Argo CD shows in its UI: one headline, at most 30 lines of detail, one fix line."""
+    if isinstance(exc, GuardRefusal):
+        head = f"driftguard: refused by {exc.guard}: {exc.reason}"
+        details, fix = exc.details, exc.fix
+    elif isinstance(exc, RenderError):
+        head = f"driftguard: error: {exc}"
+        details = exc.stderr.splitlines() if exc.stderr else []
+        fix = "fix the chart or overlay so that the tool succeeds locally (driftguard-cmp render PATH)"
+    elif isinstance(exc, ConfigError):
+        head = f"driftguard: error: {exc}"
+        details, fix = [], f"set {exc.setting} in the sidecar's environment"
+    elif isinstance(exc, DriftguardError):
+        head = f"driftguard: error: {exc}"
+        details, fix = [], "fix the input named above; `driftguard-cmp render PATH` reproduces it locally"
+    else:
+        head = f"driftguard: error: {exc}"
+        details, fix = [], ""
+    lines = [head.replace("\n", " ")]
+    shown = [f"  {d}" for d in details[:MAX_DETAIL_LINES]]
+    if len(details) > MAX_DETAIL_LINES:
+        shown[-1] = f"  ... and {len(details) - MAX_DETAIL_LINES + 1} more"
+    lines += shown
+    if fix:
+        lines.append(f"fix: {fix}")
+    return "\n".join(lines) + "\n"

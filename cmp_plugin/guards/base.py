@@ -1,0 +1,36 @@
+"""The one small interface every guard implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cmp_plugin.renderers.base import Rendered, RenderJob
+from cmp_plugin.scan import Doc
+from driftguard.manifests import ResourceKey
+
+__all__ = ["RENDER", "SOURCE", "Guard", "GuardContext"]
+
+SOURCE = "source"  # runs before rendering, on the files
+RENDER = "render"  # runs on the rendered resources
+
+
+@dataclass
+class GuardContext:
+    """What a guard may look at. ``docs[i]`` has identity ``keys[i]``."""
+
+    job: RenderJob
+    rendered: Rendered | None = None
+    docs: list[Doc] = field(default_factory=list)
+    keys: list[ResourceKey] = field(default_factory=list)
+    notes: dict[str, object] = field(default_factory=dict)
+    """What one guard learned that a later one may use (implicit-defaults -> shrink)."""
+
+
+class Guard(Protocol):
+    """Refuses by raising GuardRefusal; returns warnings (printed on stderr) otherwise."""
+
+    name: str
+    stage: str
+
+    def check(self, ctx: GuardContext) -> list[str]: ...

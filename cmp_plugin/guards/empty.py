@@ -1,0 +1,30 @@
+"""empty: a render with zero resources is refused (Argo CD would prune everything it manages)."""
+
+from __future__ import annotations
+
+from cmp_plugin.guards.base import RENDER, GuardContext
+from driftguard.errors import GuardRefusal
+
+__all__ = ["EmptyGuard"]
+
+
+class EmptyGuard:
+    name = "empty"
+    stage = RENDER
+
+    def check(self, ctx: GuardContext) -> list[str]:
+        if ctx.docs:
+            return []
+        if ctx.job.env.param("allow-empty"):
+            return [
+                "driftguard: warning: the render is empty and allow-empty is true: Argo CD may prune everything"
+            ]
+        renderer = ctx.rendered.renderer if ctx.rendered else "the renderer"
+        raise GuardRefusal(
+            self.name,
+            f"{renderer} rendered 0 resources",
+            details=[
+                "Argo CD treats an empty render as success and, with prune on, deletes what the app manages."
+            ],
+            fix="check the values and the source path; if the app really should be empty, set the plugin parameter allow-empty: 'true'",
+        )

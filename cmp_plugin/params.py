@@ -1,0 +1,249 @@
+"""Every CMP parameter, defined once.
+
+The Argo CD parameter announcements (``driftguard-cmp parameters``), the generated ``plugin.yaml``,
+the reference page ``docs/cmp-parameters.md`` and the parsing of ``ARGOCD_APP_PARAMETERS`` /
+``PARAM_*`` / ``ARGOCD_ENV_DRIFTGUARD_*`` all come from ``PARAMETERS``; a test fails when the
+committed files drift from it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from driftguard.errors import InputError
+
+__all__ = ["PARAMETERS", "Param", "by_name", "env_name", "param_env_prefix"]
+
+STRING, ARRAY, MAP = "string", "array", "map"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its name (the Application's ``plugin.parameters[].name``), type and default."""
+
+    name: str
+    collection: str
+    default: Any
+    title: str
+    tooltip: str
+    item_type: str = "string"
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], Any] | None = None
+
+    def announcement(self, value: Any = None) -> dict[str, Any]:
+        """The ParameterAnnouncement for Argo CD, showing ``value`` (default when None)."""
+        shown = self.default if value is None else value
+        out: dict[str, Any] = {"name": self.name, "title": self.title, "tooltip": self.tooltip}
+        if self.item_type != "string":
+            out["itemType"] = self.item_type
+        if self.collection == ARRAY:
+            out["collectionType"] = ARRAY
+            out["array"] = [str(v) for v in shown]
+        elif self.collection == MAP:
+            out["collectionType"] = MAP
+            out["map"] = {str(k): str(v) for k, v in shown.items()}
+        else:
+            out["string"] = _to_text(shown)
+        return out
+
+    def parse(self, raw: Any, *, origin: str) -> Any:
+        """Turn what Argo CD sent (always strings) into a typed value, or raise InputError."""
+        if self.collection == ARRAY:
+            if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+                raise InputError(f"parameter {self.name} ({origin}) must be an array of strings")
+            value: Any = list(raw)
+        elif self.collection == MAP:
+            if not isinstance(raw, dict):
+                raise InputError(f"parameter {self.name} ({origin}) must be a map")
+            value = {str(k): str(v) for k, v in raw.items()}
+        else:
+            if not isinstance(raw, str):
+                raise InputError(f"parameter {self.name} ({origin}) must be a string")
+            value = _typed(self, raw.strip() if self.item_type != "string" else raw, origin)
+        if self.check is not None:
+            value = self.check(value)
+        return value
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _typed(param: Param, raw: str, origin: str) -> Any:
+    if param.item_type == "boolean":
+        lowered = raw.lower()
+        if lowered in ("true", "yes", "1", "on"):
+            return True
+        if lowered in ("false", "no", "0", "off", ""):
+            return False
+        raise InputError(f"parameter {param.name} ({origin}) must be true or false, got {raw!r}")
+    if param.item_type == "number":
+        try:
+            number = float(raw)
+        except ValueError as exc:
+            raise InputError(f"parameter {param.name} ({origin}) must be a number, got {raw!r}") from exc
+        return int(number) if number.is_integer() and "." not in raw else number
+    if param.choices and raw not in param.choices:
+        raise InputError(
+            f"parameter {param.name} ({origin}) must be one of {', '.join(param.choices)}; got {raw!r}"
+        )
+    return raw
+
+
+def _ratio(value: Any) -> Any:
+    if not 0 <= float(value) <= 1:
+        raise InputError(f"parameter max-prune-ratio must be between 0 and 1, got {value}")
+    return float(value)
+
+
+def _non_negative(value: Any) -> Any:
+    if int(value) != value or value < 0:
+        raise InputError(f"parameter max-prune-count must be a whole number >= 0, got {value}")
+    return int(value)
+
+
+def _release_name(value: Any) -> Any:
+    if value and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", value):
+        raise InputError(
+            f"parameter release-name {value!r} is not a valid Helm release name (lowercase DNS label)"
+        )
+    return value
+
+
+PARAMETERS: tuple[Param, ...] = (
+    Param(
+        "values-files",
+        ARRAY,
+        [],
+        "Values files",
+        "Helm values files, applied in order; paths relative to the app directory, anywhere inside the repository",
+    ),
+    Param("values", STRING, "", "Inline values", "Helm values as YAML, applied after every values file"),
+    Param(
+        "release-name",
+        STRING,
+        "",
+        "Release name",
+        "Helm release name; default: the Application's name",
+        check=_release_name,
+    ),
+    Param(
+        "namespace",
+        STRING,
+        "",
+        "Namespace",
+        "Namespace to render into; default: the Application's destination namespace",
+    ),
+    Param(
+        "include-crds",
+        STRING,
+        True,
+        "Include CRDs",
+        "Render the chart's CRDs (helm template --include-crds)",
+        item_type="boolean",
+    ),
+    Param(
+        "allow-empty",
+        STRING,
+        False,
+        "Allow an empty render",
+        "Let a render with zero resources through (Argo CD would then prune everything)",
+        item_type="boolean",
+    ),
+    Param(
+        "renderer",
+        STRING,
+        "auto",
+        "Renderer",
+        "auto (by marker files), helm, kustomize or directory",
+        choices=("auto", "helm", "kustomize", "directory"),
+    ),
+    Param(
+        "kustomize-enable-helm",
+        STRING,
+        False,
+        "Kustomize: enable Helm",
+        "kustomize build --enable-helm (helmCharts in kustomization.yaml)",
+        item_type="boolean",
+    ),
+    Param(
+        "kustomize-load-restrictor",
+        STRING,
+        "LoadRestrictionsRootOnly",
+        "Kustomize: load restrictor",
+        "LoadRestrictionsRootOnly or LoadRestrictionsNone",
+        choices=("LoadRestrictionsRootOnly", "LoadRestrictionsNone"),
+    ),
+    Param(
+        "stray-patterns",
+        ARRAY,
+        [],
+        "More stray patterns",
+        "Extra globs (relative to the app directory) that mark committed render output",
+    ),
+    Param(
+        "implicit-defaults",
+        STRING,
+        "warn",
+        "Implicit chart defaults",
+        "refuse, warn or off: values keys that gate whole resources which this environment does not set",
+        choices=("refuse", "warn", "off"),
+    ),
+    Param(
+        "explicit-keys",
+        ARRAY,
+        [],
+        "Keys that must be explicit",
+        "Values keys (dotted) that must be set by this environment even in warn mode, e.g. enabled",
+    ),
+    Param(
+        "max-prune-ratio",
+        STRING,
+        0.2,
+        "Max prune ratio",
+        "Refuse when the render drops more than this share of what the Application manages now",
+        item_type="number",
+        check=_ratio,
+    ),
+    Param(
+        "max-prune-count",
+        STRING,
+        10,
+        "Max prune count",
+        "Refuse when the render drops more than this many resources",
+        item_type="number",
+        check=_non_negative,
+    ),
+    Param(
+        "protected-kinds",
+        ARRAY,
+        ["Namespace", "PersistentVolumeClaim", "CustomResourceDefinition", "StatefulSet"],
+        "Protected kinds",
+        "Kinds whose removal is always refused without an approval",
+    ),
+)
+
+_BY_NAME = {p.name: p for p in PARAMETERS}
+
+
+def by_name(name: str) -> Param:
+    """The parameter called ``name``; an unknown name is an InputError listing the known ones."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        known = ", ".join(p.name for p in PARAMETERS)
+        raise InputError(f"unknown parameter {name!r}; known parameters: {known}") from None
+
+
+def env_name(name: str) -> str:
+    """Argo CD's PARAM_* spelling of a name: upper case, anything else than A-Z0-9 becomes '_'."""
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+def param_env_prefix(name: str) -> str:
+    return f"PARAM_{env_name(name)}"

@@ -1,0 +1,108 @@
+"""The render pipeline shared by ``generate`` (Argo CD) and ``render`` (people, PR checks).
+
+source guards -> renderer (by marker files) -> size cap -> identities -> render guards.
+Any refusal raises GuardRefusal; the caller turns it into a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cmp_plugin.argo_env import AppEnv
+from cmp_plugin.renderers import RenderJob, choose
+from cmp_plugin.settings import CmpSettings
+from driftguard.errors import InputError, LimitExceeded
+
+if TYPE_CHECKING:
+    from cmp_plugin.guards import Guard
+    from cmp_plugin.scan import Doc
+    from driftguard.manifests import ResourceKey
+
+__all__ = ["Outcome", "find_repo_root", "run"]
+
+
+@dataclass
+class Outcome:
+    """A render that passed every guard."""
+
+    text: str
+    renderer: str
+    docs: list[Doc]
+    keys: list[ResourceKey]
+    warnings: list[str] = field(default_factory=list)
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+def run(
+    app_dir: Path,
+    *,
+    repo_root: Path,
+    env: AppEnv,
+    settings: CmpSettings,
+    guards: tuple[Guard, ...] | None = None,
+) -> Outcome:
+    """Render ``app_dir`` and run every guard; GuardRefusal, RenderError or InputError on failure.
+
+    The renderer starts first; the guards and the scanner are imported and the source guards run
+    while it works, so Python's own start-up cost overlaps the tool's.
+    """
+    app_dir = app_dir.resolve()
+    if not app_dir.is_dir():
+        raise InputError(f"app directory {app_dir} does not exist")
+    scratch = settings.scratch_root / f"driftguard-{os.getpid()}-{os.urandom(4).hex()}"
+    scratch.mkdir(mode=0o700, parents=True)
+    try:
+        job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch)
+        renderer = choose(app_dir, env.param("renderer"))
+        pending = renderer.start(job)
+        try:
+            from cmp_plugin.guards import GUARDS, RENDER, SOURCE, GuardContext
+            from cmp_plugin.scan import keys_of, scan_stream
+            from driftguard.manifests import Limits
+
+            active = GUARDS if guards is None else guards
+            ctx = GuardContext(job)
+            warnings: list[str] = []
+            for guard in active:
+                if guard.stage == SOURCE:
+                    warnings += guard.check(ctx)
+            rendered = pending.wait()
+        except BaseException:
+            pending.cancel()
+            raise
+        if len(rendered.text) > settings.max_output_bytes:
+            raise LimitExceeded(
+                f"the render is {len(rendered.text)} bytes, over {settings.max_output_bytes}",
+                source=renderer.name,
+            )
+        limits = Limits(max_bytes=settings.max_output_bytes)
+        docs = (
+            rendered.docs
+            if rendered.docs is not None
+            else scan_stream(rendered.text, source=renderer.name, limits=limits)
+        )
+        ctx.rendered = rendered
+        ctx.docs = docs
+        ctx.keys = keys_of(docs, default_namespace=env.namespace)
+        for guard in active:
+            if guard.stage == RENDER:
+                warnings += guard.check(ctx)
+        return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def find_repo_root(app_dir: Path, source_path: str) -> Path:
+    """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git."""
+    app_dir = app_dir.resolve()
+    parts = [p for p in Path(source_path).parts if p not in (".", "/")] if source_path else []
+    if parts and tuple(app_dir.parts[-len(parts) :]) == tuple(parts):
+        return app_dir.parents[len(parts) - 1]
+    for candidate in (app_dir, *app_dir.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return app_dir

@@ -1,0 +1,109 @@
+"""What every renderer shares: the job it gets, what it returns, and path confinement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from cmp_plugin.argo_env import AppEnv
+from cmp_plugin.process import ToolRun
+from cmp_plugin.settings import CmpSettings
+from driftguard.errors import InputError
+
+if TYPE_CHECKING:
+    from cmp_plugin.scan import Doc
+
+__all__ = ["Deferred", "PendingRender", "RenderJob", "Rendered", "Renderer", "ToolRender", "confined"]
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """One render: the app directory inside a repository checkout, its Argo CD context, a scratch dir."""
+
+    app_dir: Path
+    repo_root: Path
+    env: AppEnv
+    settings: CmpSettings
+    scratch: Path
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The manifest stream exactly as the tool printed it; ``docs`` when the renderer parsed it already."""
+
+    text: str
+    renderer: str
+    docs: list[Doc] | None = None
+
+
+class PendingRender(Protocol):
+    """A render under way: started early so that the guards' set-up overlaps the tool's run."""
+
+    def wait(self) -> Rendered: ...
+
+    def cancel(self) -> None: ...
+
+
+class Renderer(Protocol):
+    """One tool: chosen by marker files, run with the flags Argo CD uses natively."""
+
+    name: str
+
+    def detect(self, app_dir: Path) -> bool:
+        """Whether ``app_dir`` holds this tool's marker files."""
+        ...
+
+    def start(self, job: RenderJob) -> PendingRender:
+        """Start rendering ``job.app_dir``; bad input raises here, a failing tool on ``wait()``."""
+        ...
+
+
+@dataclass
+class ToolRender:
+    """A render running in a child process."""
+
+    run: ToolRun
+    renderer: str
+
+    def wait(self) -> Rendered:
+        return Rendered(self.run.wait(), self.renderer)
+
+    def cancel(self) -> None:
+        self.run.kill()
+
+
+@dataclass
+class Deferred:
+    """A render done in-process when collected."""
+
+    work: Callable[[], Rendered]
+
+    def wait(self) -> Rendered:
+        return self.work()
+
+    def cancel(self) -> None:
+        return None
+
+
+def confined(job: RenderJob, relative: str, *, what: str) -> Path:
+    """``relative`` resolved from the app directory; it must stay inside the repository checkout."""
+    if not relative.strip():
+        raise InputError(f"{what}: empty path")
+    candidate = Path(relative)
+    if candidate.is_absolute():
+        raise InputError(
+            f"{what} {relative!r}: absolute paths are not allowed; use a path relative to the app directory"
+        )
+    root = job.repo_root.resolve()
+    resolved = (job.app_dir / candidate).resolve()
+    if not resolved.is_relative_to(root):
+        raise InputError(
+            f"{what} {relative!r} resolves outside the repository checkout; it must stay inside it"
+        )
+    if not resolved.is_file():
+        raise InputError(
+            f"{what} {relative!r} does not exist (looked for {resolved.relative_to(root)} in the repository)"
+        )
+    return resolved

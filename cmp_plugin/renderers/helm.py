@@ -1,0 +1,113 @@
+"""Helm: ``helm template`` with the flags Argo CD passes natively."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cmp_plugin.process import ToolRun, run_tool, tool_env
+from cmp_plugin.renderers.base import RenderJob, ToolRender, confined
+from driftguard.errors import InputError, RenderError
+
+__all__ = ["HelmRenderer", "helm_argv", "missing_dependencies"]
+
+
+class HelmRenderer:
+    name = "helm"
+
+    def detect(self, app_dir: Path) -> bool:
+        return (app_dir / "Chart.yaml").is_file()
+
+    def start(self, job: RenderJob) -> ToolRender:
+        helm = job.settings.helm_path()
+        env = tool_env(job.scratch)
+        missing = missing_dependencies(job.app_dir)
+        if missing:
+            try:
+                run_tool(
+                    [helm, "dependency", "build", "--skip-refresh"],
+                    cwd=job.app_dir,
+                    env=env,
+                    timeout=job.settings.timeout,
+                    max_output=1 << 20,
+                    name="helm dependency build",
+                )
+            except RenderError as exc:
+                raise RenderError(
+                    f"chart dependencies {', '.join(missing)} are not in charts/ and `helm dependency build` failed; "
+                    "vendor them into charts/ (run `helm dependency build` and commit charts/)",
+                    stderr=exc.stderr,
+                ) from exc
+        argv = helm_argv(helm, job, values_files=values_files(job))
+        run = ToolRun(
+            argv,
+            cwd=job.app_dir,
+            env=env,
+            timeout=job.settings.timeout,
+            max_output=job.settings.max_output_bytes,
+            name="helm template",
+        )
+        return ToolRender(run, self.name)
+
+
+def values_files(job: RenderJob) -> list[Path]:
+    """The values files in order, confined to the checkout, then the inline values as a last file."""
+    files = [confined(job, f, what="values-files entry") for f in job.env.param("values-files")]
+    inline = job.env.param("values")
+    if inline.strip():
+        import yaml
+
+        try:
+            parsed = yaml.safe_load(inline)
+        except yaml.YAMLError as exc:
+            raise InputError(f"parameter values is not valid YAML: {exc}") from exc
+        if parsed is not None and not isinstance(parsed, dict):
+            raise InputError("parameter values must be a YAML mapping of values")
+        path = job.scratch / "inline-values.yaml"
+        path.write_text(inline)
+        files.append(path)
+    return files
+
+
+def helm_argv(helm: str, job: RenderJob, *, values_files: list[Path]) -> list[str]:
+    """``helm template .`` with Argo CD's native flags."""
+    env = job.env
+    argv = [helm, "template", ".", "--name-template", env.release_name, "--namespace", env.namespace]
+    if env.kube_version:
+        argv += ["--kube-version", env.kube_version]
+    for f in values_files:
+        argv += ["--values", str(f)]
+    for api in env.api_versions:
+        argv += ["--api-versions", api]
+    if env.param("include-crds"):
+        argv.append("--include-crds")
+    return argv
+
+
+def missing_dependencies(chart_dir: Path) -> list[str]:
+    """Dependencies declared in Chart.yaml that charts/ does not hold (as a directory or a .tgz)."""
+    try:
+        text = (chart_dir / "Chart.yaml").read_text()
+    except OSError as exc:
+        raise InputError(f"Chart.yaml cannot be read: {exc.strerror}") from exc
+    if "dependencies" not in text:
+        return []
+    import yaml
+
+    try:
+        chart: Any = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"Chart.yaml is not valid YAML: {exc}") from exc
+    deps = chart.get("dependencies") if isinstance(chart, dict) else None
+    if not isinstance(deps, list):
+        return []
+    charts = chart_dir / "charts"
+    missing = []
+    for dep in deps:
+        if not isinstance(dep, dict) or not dep.get("name"):
+            continue
+        name = str(dep["name"])
+        if (charts / name / "Chart.yaml").is_file() or list(charts.glob(f"{name}-*.tgz")):
+            continue
+        missing.append(name)
+    return missing

@@ -1,0 +1,34 @@
+"""Kustomize: ``kustomize build`` (or ``kubectl kustomize``) with Argo CD's build options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cmp_plugin.process import ToolRun, tool_env
+from cmp_plugin.renderers.base import RenderJob, ToolRender
+
+__all__ = ["MARKERS", "KustomizeRenderer"]
+
+MARKERS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+class KustomizeRenderer:
+    name = "kustomize"
+
+    def detect(self, app_dir: Path) -> bool:
+        return any((app_dir / m).is_file() for m in MARKERS)
+
+    def start(self, job: RenderJob) -> ToolRender:
+        argv = [*job.settings.kustomize_argv(), "."]
+        argv += ["--load-restrictor", job.env.param("kustomize-load-restrictor")]
+        if job.env.param("kustomize-enable-helm"):
+            argv += ["--enable-helm", "--helm-command", job.settings.helm_path()]
+        run = ToolRun(
+            argv,
+            cwd=job.app_dir,
+            env=tool_env(job.scratch),
+            timeout=job.settings.timeout,
+            max_output=job.settings.max_output_bytes,
+            name="kustomize build",
+        )
+        return ToolRender(run, self.name)

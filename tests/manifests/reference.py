@@ -1,0 +1,53 @@
+"""Argo's real schemas and install manifests from ../shared/reference, and a kustomize runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT.parent / "shared" / "reference"
+
+
+def reference_docs(name: str) -> list[dict[str, Any]]:
+    path = REFERENCE / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the reference files come from ../shared/reference")
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def install_object(kind: str, name: str) -> dict[str, Any]:
+    for doc in reference_docs("argo-cd/install-excerpt.yaml"):
+        if doc["kind"] == kind and doc["metadata"]["name"] == name:
+            return doc
+    raise KeyError(f"{kind} {name} not in install-excerpt.yaml")
+
+
+def crd_schema(name: str, version: str) -> dict[str, Any]:
+    [crd] = reference_docs(name)
+    for v in crd["spec"]["versions"]:
+        if v["name"] == version:
+            return dict(v["schema"]["openAPIV3Schema"])
+    raise KeyError(version)
+
+
+def validate(obj: dict[str, Any], crd_file: str, version: str) -> None:
+    """Raise jsonschema.ValidationError when ``obj`` does not fit the real CRD schema."""
+    jsonschema.validate(obj, crd_schema(crd_file, version))
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    """Build with the real kubectl kustomize."""
+    out = subprocess.run(
+        [os.environ["DRIFTGUARD_KUSTOMIZE"], "kustomize", str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
