@@ -19,6 +19,7 @@ from typing import Any
 
 from cmp_plugin.params import ARRAY, MAP, PARAMETERS, by_name, env_name, param_env_prefix
 from driftguard.errors import InputError
+from driftguard.manifests import safe_load
 
 __all__ = ["AppEnv", "parse_parameters"]
 
@@ -158,7 +159,7 @@ def _env_value(collection: str, value: str, key: str) -> Any:
     import yaml
 
     try:
-        parsed = yaml.safe_load(value) if value.strip() else ([] if collection == ARRAY else {})
+        parsed = safe_load(value) if value.strip() else ([] if collection == ARRAY else {})
     except yaml.YAMLError as exc:
         raise InputError(f"{key}: not a YAML {collection}: {exc}") from exc
     if collection == ARRAY and isinstance(parsed, str):

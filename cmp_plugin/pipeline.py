@@ -66,6 +66,8 @@ def run(
 
             active = GUARDS if guards is None else guards
             ctx = GuardContext(job)
+            for guard in active:
+                guard.begin(ctx)
             warnings: list[str] = []
             for guard in active:
                 if guard.stage == SOURCE:

@@ -34,6 +34,19 @@ class CmpSettings:
     cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("TMPDIR") or "/tmp") / "driftguard")  # noqa: S108
     """Where the last good render of each app is kept as a shrink baseline (DRIFTGUARD_CMP_CACHE_DIR)."""
 
+    baseline_required: bool = False
+    """Refuse when no shrink baseline can be read (DRIFTGUARD_CMP_BASELINE_REQUIRED); default: warn and pass."""
+    baseline_timeout: float = 5.0
+    """Seconds to wait for the Application from the cluster or Argo CD (DRIFTGUARD_CMP_BASELINE_TIMEOUT)."""
+    kubeconfig: str = ""
+    """A kubeconfig for reading Applications (DRIFTGUARD_KUBECONFIG); default: in-cluster config when present."""
+    argocd_namespace: str = "argocd"
+    """Argo CD's control-plane namespace, where Applications live by default (DRIFTGUARD_ARGOCD_NAMESPACE)."""
+    argocd_url: str = ""
+    """Argo CD API base URL, the second baseline source (DRIFTGUARD_ARGOCD_URL)."""
+    argocd_token: str = field(default="", repr=False)
+    """Argo CD API token with `get` on applications (DRIFTGUARD_ARGOCD_TOKEN)."""
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
         env = os.environ if environ is None else environ
@@ -52,6 +65,23 @@ class CmpSettings:
             )
         if env.get("DRIFTGUARD_CMP_CACHE_DIR"):
             kwargs["cache_dir"] = Path(env["DRIFTGUARD_CMP_CACHE_DIR"])
+        if env.get("DRIFTGUARD_CMP_BASELINE_REQUIRED"):
+            kwargs["baseline_required"] = _bool(env, "DRIFTGUARD_CMP_BASELINE_REQUIRED")
+        if env.get("DRIFTGUARD_CMP_BASELINE_TIMEOUT"):
+            kwargs["baseline_timeout"] = _positive(env, "DRIFTGUARD_CMP_BASELINE_TIMEOUT", float)
+        for name, attr in (
+            ("DRIFTGUARD_KUBECONFIG", "kubeconfig"),
+            ("DRIFTGUARD_ARGOCD_NAMESPACE", "argocd_namespace"),
+            ("DRIFTGUARD_ARGOCD_URL", "argocd_url"),
+            ("DRIFTGUARD_ARGOCD_TOKEN", "argocd_token"),
+        ):
+            if env.get(name):
+                kwargs[attr] = env[name]
+        url = str(kwargs.get("argocd_url", ""))
+        if url and not url.startswith(("https://", "http://")):
+            raise ConfigError("DRIFTGUARD_ARGOCD_URL", f"must start with https:// (got {url!r})")
+        if url and not kwargs.get("argocd_token"):
+            raise ConfigError("DRIFTGUARD_ARGOCD_TOKEN", "is required when DRIFTGUARD_ARGOCD_URL is set")
         return cls(**kwargs)  # type: ignore[arg-type]
 
     def helm_path(self) -> str:
@@ -71,6 +101,15 @@ class CmpSettings:
                 "DRIFTGUARD_KUSTOMIZE", "neither kustomize nor kubectl found; set it to one of them"
             )
         return [found, "kustomize"] if Path(found).name.startswith("kubectl") else [found, "build"]
+
+
+def _bool(env: Mapping[str, str], name: str) -> bool:
+    value = env[name].strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(name, f"must be true or false, got {env[name]!r}")
 
 
 def _positive(env: Mapping[str, str], name: str, kind: type) -> float:

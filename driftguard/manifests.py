@@ -31,6 +31,7 @@ __all__ = [
     "load_file",
     "load_stream",
     "resource_key",
+    "safe_load",
     "split_documents",
 ]
 
@@ -137,6 +138,13 @@ class Document:
     @property
     def where(self) -> str:
         return f"{self.source}:{self.line}"
+
+
+def safe_load(text: str) -> Any:
+    """One YAML document with libyaml's safe loader (timestamps stay strings); yaml.YAMLError on bad input."""
+    import yaml
+
+    return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
 
 
 def group_of(api_version: str) -> str:

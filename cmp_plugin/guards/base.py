@@ -33,4 +33,18 @@ class Guard(Protocol):
     name: str
     stage: str
 
+    def begin(self, ctx: GuardContext) -> None:
+        """Called as soon as the renderer has started: start slow lookups here."""
+        ...
+
     def check(self, ctx: GuardContext) -> list[str]: ...
+
+
+class GuardBase:
+    """Defaults for the optional parts of Guard."""
+
+    name = ""
+    stage = RENDER
+
+    def begin(self, ctx: GuardContext) -> None:
+        return None

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from cmp_plugin.guards.base import RENDER, GuardContext
+from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
 from driftguard.errors import GuardRefusal
 from driftguard.manifests import ResourceKey
 
 __all__ = ["DuplicatesGuard"]
 
 
-class DuplicatesGuard:
+class DuplicatesGuard(GuardBase):
     name = "duplicates"
     stage = RENDER
 

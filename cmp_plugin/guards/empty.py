@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from cmp_plugin.guards.base import RENDER, GuardContext
+from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
 from driftguard.errors import GuardRefusal
 
 __all__ = ["EmptyGuard"]
 
 
-class EmptyGuard:
+class EmptyGuard(GuardBase):
     name = "empty"
     stage = RENDER
 

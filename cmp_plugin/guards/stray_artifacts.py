@@ -9,13 +9,13 @@ from __future__ import annotations
 import fnmatch
 import os
 
-from cmp_plugin.guards.base import SOURCE, GuardContext
+from cmp_plugin.guards.base import SOURCE, GuardBase, GuardContext
 from driftguard.errors import GuardRefusal
 
 __all__ = ["StrayArtifactsGuard"]
 
 
-class StrayArtifactsGuard:
+class StrayArtifactsGuard(GuardBase):
     name = "stray-artifacts"
     stage = SOURCE
 

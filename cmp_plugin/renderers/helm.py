@@ -8,6 +8,7 @@ from typing import Any
 from cmp_plugin.process import ToolRun, run_tool, tool_env
 from cmp_plugin.renderers.base import RenderJob, ToolRender, confined
 from driftguard.errors import InputError, RenderError
+from driftguard.manifests import safe_load
 
 __all__ = ["HelmRenderer", "helm_argv", "missing_dependencies"]
 
@@ -58,7 +59,7 @@ def values_files(job: RenderJob) -> list[Path]:
         import yaml
 
         try:
-            parsed = yaml.safe_load(inline)
+            parsed = safe_load(inline)
         except yaml.YAMLError as exc:
             raise InputError(f"parameter values is not valid YAML: {exc}") from exc
         if parsed is not None and not isinstance(parsed, dict):
@@ -95,7 +96,7 @@ def missing_dependencies(chart_dir: Path) -> list[str]:
     import yaml
 
     try:
-        chart: Any = yaml.safe_load(text) or {}
+        chart: Any = safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise InputError(f"Chart.yaml is not valid YAML: {exc}") from exc
     deps = chart.get("dependencies") if isinstance(chart, dict) else None

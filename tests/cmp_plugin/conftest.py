@@ -47,6 +47,19 @@ def cmp_env(app: str, params: list[dict[str, Any]] | None = None, **extra: str) 
     return env
 
 
+def run_cmp(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m cmp_plugin ARGS` in ``cwd`` with exactly ``env``."""
+    return subprocess.run(
+        [sys.executable, "-m", "cmp_plugin", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
 @pytest.fixture
 def generate(repo: Path) -> Generate:
     """Run `driftguard-cmp <command>` in <repo>/<app> with the CMP environment."""
@@ -54,10 +67,14 @@ def generate(repo: Path) -> Generate:
     def run(
         app: str, params: list[dict[str, Any]] | None = None, *, command: str = "generate", **extra: str
     ) -> subprocess.CompletedProcess[str]:
+        env = {
+            "DRIFTGUARD_CMP_CACHE_DIR": str(repo.parent / "baseline-cache"),
+            **cmp_env(app, params, **extra),
+        }
         return subprocess.run(
             [sys.executable, "-m", "cmp_plugin", command],
             cwd=repo / app,
-            env=cmp_env(app, params, **extra),
+            env=env,
             capture_output=True,
             text=True,
             check=False,

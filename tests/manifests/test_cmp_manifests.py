@@ -82,3 +82,30 @@ def test_schema_check_catches_a_wrong_field() -> None:
     app["spec"]["source"]["plugin"]["parameters"][0]["array"] = "not-a-list"
     with pytest.raises(jsonschema.ValidationError):
         validate(app, "argo-cd/application-crd.yaml", "v1alpha1")
+
+
+def test_sidecar_gets_its_own_projected_token_and_read_only_rbac(tmp_path: Path) -> None:
+    deploy = patched_repo_server(tmp_path)
+    spec = deploy["spec"]["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False  # Argo CD's choice stays
+    containers = {c["name"]: c for c in spec["containers"]}
+    token_mounts = [
+        m
+        for m in containers["driftguard-cmp"]["volumeMounts"]
+        if m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount"
+    ]
+    assert token_mounts and token_mounts[0]["readOnly"] is True
+    assert not any(
+        m["name"] == token_mounts[0]["name"] for m in containers["argocd-repo-server"]["volumeMounts"]
+    )
+    volume = next(v for v in spec["volumes"] if v["name"] == token_mounts[0]["name"])
+    sources = volume["projected"]["sources"]
+    assert sources[0]["serviceAccountToken"]["path"] == "token"
+    docs = kustomize(ROOT / "manifests/base")
+    role = next(d for d in docs if d["kind"] == "Role")
+    assert role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["applications"], "verbs": ["get"]}]
+    binding = next(d for d in docs if d["kind"] == "RoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": spec["serviceAccountName"], "namespace": "argocd"}
+    ]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]

@@ -1,0 +1,107 @@
+"""shrink: refuse a render that would make Argo CD prune a large share, or any protected kind.
+
+Compared with what the Application manages now (cmp_plugin.baseline). The approval annotation
+``driftguard.io/approve-prune: <revision>`` on the Application lets exactly that revision through.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from cmp_plugin import baseline
+from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
+from cmp_plugin.guards.implicit_defaults import NOTE, Finding
+from driftguard.errors import GuardRefusal
+from driftguard.manifests import ResourceKey
+
+__all__ = ["ShrinkGuard"]
+
+SHOWN = 20
+
+
+class ShrinkGuard(GuardBase):
+    name = "shrink"
+    stage = RENDER
+
+    def begin(self, ctx: GuardContext) -> None:
+        """Fetch the baseline while the renderer runs (reading the cluster costs a client import and a round trip)."""
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="driftguard-baseline")
+        ctx.notes["baseline-future"] = pool.submit(baseline.fetch, ctx.job.env, ctx.job.settings)
+        pool.shutdown(wait=False)
+
+    def check(self, ctx: GuardContext) -> list[str]:
+        job = ctx.job
+        future = ctx.notes.get("baseline-future")
+        if isinstance(future, Future):
+            base, notes = future.result()
+        else:
+            base, notes = baseline.fetch(job.env, job.settings)
+        if base is None:
+            if job.settings.baseline_required:
+                raise GuardRefusal(
+                    self.name,
+                    "no baseline to compare the render with, and DRIFTGUARD_CMP_BASELINE_REQUIRED is true",
+                    details=notes,
+                    fix="give the sidecar read access to Applications (manifests/base/cmp) or set DRIFTGUARD_ARGOCD_URL/_TOKEN",
+                )
+            return [f"driftguard: warning: shrink guard skipped: {n}" for n in notes]
+        rendered = set(ctx.keys)
+        removed = sorted(k for k in base.keys if k not in rendered)
+        if not removed:
+            return []
+        protected = set(job.env.param("protected-kinds"))
+        hits = [k for k in removed if k.kind in protected]
+        ratio = len(removed) / len(base.keys)
+        max_ratio = float(job.env.param("max-prune-ratio"))
+        max_count = int(job.env.param("max-prune-count"))
+        reasons = []
+        if hits:
+            reasons.append(f"{len(hits)} of a protected kind ({', '.join(sorted({k.kind for k in hits}))})")
+        if len(removed) > max_count:
+            reasons.append(f"{len(removed)} > max-prune-count {max_count}")
+        if ratio > max_ratio:
+            reasons.append(f"{ratio:.0%} of {len(base.keys)} > max-prune-ratio {max_ratio:.0%}")
+        if not reasons:
+            return [
+                f"driftguard: note: this render drops {len(removed)} of {len(base.keys)} resources (within limits)"
+            ]
+        if base.approval and job.env.revision and base.approval == job.env.revision:
+            return [
+                f"driftguard: warning: {len(removed)} removals approved for revision {job.env.revision[:12]} by {baseline.APPROVE_ANNOTATION}"
+            ]
+        findings = ctx.notes.get(NOTE)
+        explained = _explain(removed, findings if isinstance(findings, list) else [])
+        details = [
+            f"{k}{explained.get(k, '')}" for k in (hits + [k for k in removed if k not in hits])[:SHOWN]
+        ]
+        if len(removed) > SHOWN:
+            details.append(f"... and {len(removed) - SHOWN} more")
+        details.append(f"baseline: {base.source}")
+        if base.approval:
+            details.append(
+                f"the approval on the Application is for revision {base.approval[:12]}, not {job.env.revision[:12] or 'this one'}"
+            )
+        return _refuse(self.name, len(removed), len(base.keys), "; ".join(reasons), details, job.env.revision)
+
+
+def _refuse(name: str, count: int, total: int, why: str, details: list[str], revision: str) -> list[str]:
+    raise GuardRefusal(
+        name,
+        f"the render would prune {count} of {total} resources the Application manages ({why})",
+        details=details,
+        fix=f"if this is intended, annotate the Application: {baseline.APPROVE_ANNOTATION}={revision or '<revision>'} (approves exactly this revision)",
+    )
+
+
+def _explain(removed: list[ResourceKey], findings: list[Finding]) -> dict[ResourceKey, str]:
+    """`` (hidden by the chart default of enabled)`` for removals that a hidden gate explains."""
+    out: dict[ResourceKey, str] = {}
+    hidden = [f for f in findings if f.renders is False]
+    for key in removed:
+        for f in hidden:
+            kinds = {r.split(" ", 1)[0] for r in f.gate.resources}
+            if key.kind in kinds or not kinds:
+                origin = "the chart default" if not f.explicit else "this environment's value"
+                out[key] = f"  <- hidden by {origin} of {f.gate.key} ({f.gate.file}:{f.gate.line})"
+                break
+    return out

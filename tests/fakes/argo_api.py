@@ -1,0 +1,208 @@
+"""A local HTTP server that answers like the kube-apiserver and the Argo CD API for Applications.
+
+Shapes follow ../shared/reference (Application CRD, Argo CD swagger); tests validate the objects
+they store against the CRD. It is a stand-in for what cannot run here, never a patch of our code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+KUBE_APP = re.compile(r"^/apis/argoproj\.io/v1alpha1/namespaces/([^/]+)/applications/([^/]+)$")
+ARGO_APP = re.compile(r"^/api/v1/applications/([^/]+)$")
+ARGO_MANAGED = re.compile(r"^/api/v1/applications/([^/]+)/managed-resources$")
+
+
+@dataclass
+class FakeArgo:
+    """Applications by (namespace, name), managed-resources answers by (namespace, name), and what was asked."""
+
+    token: str = "test-token"
+    apps: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    managed: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    fail_with: int | None = None
+    delay: float = 0.0
+    url: str = ""
+
+    def put(self, app: dict[str, Any]) -> None:
+        self.apps[(app["metadata"]["namespace"], app["metadata"]["name"])] = app
+
+
+def application(
+    name: str,
+    *,
+    namespace: str = "argocd",
+    resources: list[tuple[str, str, str, str]] = (),  # type: ignore[assignment]
+    annotations: dict[str, str] | None = None,
+    sync: str = "Synced",
+    health: str = "Healthy",
+    dest_namespace: str = "default",
+) -> dict[str, Any]:
+    """An Application as the API returns it, with status.resources from (group, kind, namespace, name)."""
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": annotations or {},
+            "resourceVersion": "42",
+            "uid": "7d0c6a6e-0000-4000-8000-000000000001",
+        },
+        "spec": {
+            "project": "default",
+            "source": {
+                "repoURL": "https://git.example.com/platform/gitops.git",
+                "path": "charts/payment",
+                "targetRevision": "main",
+                "plugin": {"name": "driftguard"},
+            },
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": dest_namespace},
+        },
+        "status": {
+            "sync": {"status": sync, "revision": "0123456789abcdef0123456789abcdef01234567"},
+            "health": {"status": health},
+            "resources": [
+                {
+                    "group": g,
+                    "version": "v1",
+                    "kind": k,
+                    "namespace": ns,
+                    "name": n,
+                    "status": sync,
+                    "health": {"status": health},
+                }
+                for g, k, ns, n in resources
+            ],
+        },
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeArgo
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        fake = self.fake
+        url = urlparse(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        fake.requests.append((url.path, self.headers.get("Authorization", ""), query))
+        if fake.delay:
+            import time
+
+            time.sleep(fake.delay)
+        if fake.fail_with:
+            self._send(
+                fake.fail_with, {"error": "injected failure", "code": 13, "message": "injected failure"}
+            )
+            return
+        if self.headers.get("Authorization") != f"Bearer {fake.token}":
+            self._send(
+                401,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "Unauthorized",
+                    "code": 401,
+                },
+            )
+            return
+        m = KUBE_APP.match(url.path)
+        if m:
+            app = fake.apps.get((m.group(1), m.group(2)))
+            if app is None:
+                self._send(
+                    404,
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "status": "Failure",
+                        "reason": "NotFound",
+                        "code": 404,
+                        "message": f'applications.argoproj.io "{m.group(2)}" not found',
+                    },
+                )
+            else:
+                self._send(200, app)
+            return
+        m = ARGO_MANAGED.match(url.path)
+        if m:
+            key = (query.get("appNamespace", "argocd"), m.group(1))
+            if key not in fake.managed:
+                self._send(
+                    404,
+                    {
+                        "error": "not found",
+                        "code": 5,
+                        "message": f'applications.argoproj.io "{m.group(1)}" not found',
+                    },
+                )
+            else:
+                self._send(200, fake.managed[key])
+            return
+        m = ARGO_APP.match(url.path)
+        if m:
+            app = fake.apps.get((query.get("appNamespace", "argocd"), m.group(1)))
+            if app is None:
+                self._send(
+                    404,
+                    {
+                        "error": "not found",
+                        "code": 5,
+                        "message": f'applications.argoproj.io "{m.group(1)}" not found',
+                    },
+                )
+            else:
+                self._send(200, app)
+            return
+        self._send(404, {"error": "no such route", "code": 5})
+
+
+@contextmanager
+def serve(fake: FakeArgo | None = None) -> Iterator[FakeArgo]:
+    """Run the stand-in on 127.0.0.1 on a free port for the duration of the block."""
+    fake = fake or FakeArgo()
+    handler = type("Handler", (_Handler,), {"fake": fake})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def kubeconfig(url: str, token: str) -> str:
+    """A kubeconfig pointing the real kubernetes client at the stand-in."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": url}}],
+            "users": [{"name": "u", "user": {"token": token}}],
+            "contexts": [{"name": "c", "context": {"cluster": "fake", "user": "u"}}],
+            "current-context": "c",
+        }
+    )
