@@ -1,17 +1,65 @@
-"""driftguard-notifier: the Argo CD Notifications webhook receiver (not built yet)."""
+"""driftguard-notifier: run the notifier under gunicorn, or check its configuration.
+
+driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4]
+driftguard-notifier --check-config
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 
-USAGE = """usage: driftguard-notifier
+from driftguard.errors import DriftguardError
 
-Receives Argo CD Notifications webhooks and sends field-level drift alerts.
-Run it under gunicorn: gunicorn 'notifier.app:create_app()'  (not built yet)
-"""
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the usage; the service itself lands with the notifier issue."""
-    sys.stdout.write(USAGE)
-    return 0
+    parser = argparse.ArgumentParser(
+        prog="driftguard-notifier",
+        description="Argo CD notifications in, drift alerts out (Feishu, Slack, PagerDuty)",
+    )
+    parser.add_argument("--bind", default=os.environ.get("DRIFTGUARD_NOTIFIER_BIND", "0.0.0.0:8080"))
+    parser.add_argument(
+        "--workers", type=int, default=int(os.environ.get("DRIFTGUARD_NOTIFIER_WORKERS", "2"))
+    )
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--check-config",
+        action="store_true",
+        help="validate settings, config, templates and channels, then exit",
+    )
+    args = parser.parse_args(argv)
+    if args.check_config:
+        from notifier.channels import build_channels
+        from notifier.config import load_config
+        from notifier.render import Templates
+        from notifier.settings import NotifierSettings
+
+        try:
+            settings = NotifierSettings.from_env()
+            assert settings.argocd is not None
+            config = load_config(settings.config_file, argocd_url=settings.argocd.url)
+            channels = build_channels(config, Templates(settings.templates_dir))
+        except DriftguardError as exc:
+            print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
+            return 2
+        print(
+            f"driftguard-notifier: config ok: channels {', '.join(sorted(channels))}; {len(config.routes)} route(s)"
+        )
+        return 0
+    gunicorn = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        args.bind,
+        "--workers",
+        str(args.workers),
+        "--threads",
+        str(args.threads),
+    ]
+    gunicorn += ["--access-logfile", "-", "--graceful-timeout", "20", "notifier.app:create_app()"]
+    os.execv(sys.executable, gunicorn)  # noqa: S606 - fixed argv, no shell
+    return 0  # pragma: no cover

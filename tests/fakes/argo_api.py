@@ -185,7 +185,7 @@ def serve(fake: FakeArgo | None = None) -> Iterator[FakeArgo]:
     handler = type("Handler", (_Handler,), {"fake": fake})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield fake

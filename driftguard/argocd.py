@@ -1,0 +1,171 @@
+"""Argo CD API client: the Application and its managed resources, with timeouts and retries.
+
+``GET /api/v1/applications/{name}?appNamespace=`` and
+``GET /api/v1/applications/{applicationName}/managed-resources?appNamespace=`` (shapes checked
+against Argo CD v3.5.1's swagger.json). 5xx and connection errors are retried with backoff, then
+raise UpstreamUnavailable; 404 (and Argo CD's 403 for apps the token may not see) raise NotFound.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from driftguard.errors import ConfigError, NotFound, UpstreamUnavailable
+
+__all__ = ["ArgoCDClient", "ArgoCDSettings", "ManagedResource"]
+
+
+class ManagedResource(TypedDict, total=False):
+    """One item of the managed-resources answer (v1alpha1ResourceDiff): states are JSON strings."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+    targetState: str
+    liveState: str
+    normalizedLiveState: str
+    predictedLiveState: str
+    hook: bool
+    modified: bool
+    resourceVersion: str
+
+
+@dataclass(frozen=True)
+class ArgoCDSettings:
+    """How to reach Argo CD's API (DRIFTGUARD_ARGOCD_*)."""
+
+    url: str = ""
+    """Base URL, e.g. https://argocd-server.argocd.svc (DRIFTGUARD_ARGOCD_URL)."""
+    token: str = field(default="", repr=False)
+    """Bearer token of an account with `applications, get` (DRIFTGUARD_ARGOCD_TOKEN)."""
+    ca_file: str = ""
+    """CA bundle for the server certificate (DRIFTGUARD_ARGOCD_CA_FILE)."""
+    insecure: bool = False
+    """Skip TLS verification (DRIFTGUARD_ARGOCD_INSECURE): for a lab, never for production."""
+    timeout: float = 5.0
+    """Seconds per request (DRIFTGUARD_ARGOCD_TIMEOUT)."""
+    retries: int = 2
+    """Extra attempts on 5xx and connection errors (DRIFTGUARD_ARGOCD_RETRIES)."""
+    namespace: str = "argocd"
+    """Argo CD's control-plane namespace (DRIFTGUARD_ARGOCD_NAMESPACE)."""
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | Any) -> ArgoCDSettings:
+        kwargs: dict[str, Any] = {}
+        for name, attr in (
+            ("URL", "url"),
+            ("TOKEN", "token"),
+            ("CA_FILE", "ca_file"),
+            ("NAMESPACE", "namespace"),
+        ):
+            if env.get(f"DRIFTGUARD_ARGOCD_{name}"):
+                kwargs[attr] = env[f"DRIFTGUARD_ARGOCD_{name}"]
+        if env.get("DRIFTGUARD_ARGOCD_INSECURE"):
+            kwargs["insecure"] = env["DRIFTGUARD_ARGOCD_INSECURE"].strip().lower() in (
+                "1",
+                "true",
+                "yes",
+                "on",
+            )
+        for name, attr, kind in (("TIMEOUT", "timeout", float), ("RETRIES", "retries", int)):
+            if env.get(f"DRIFTGUARD_ARGOCD_{name}"):
+                try:
+                    kwargs[attr] = kind(env[f"DRIFTGUARD_ARGOCD_{name}"])
+                except ValueError as exc:
+                    raise ConfigError(f"DRIFTGUARD_ARGOCD_{name}", "not a number") from exc
+        settings = cls(**kwargs)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if not self.url:
+            raise ConfigError(
+                "DRIFTGUARD_ARGOCD_URL",
+                "is required (the Argo CD API, e.g. https://argocd-server.argocd.svc)",
+            )
+        if not self.url.startswith(("https://", "http://")):
+            raise ConfigError("DRIFTGUARD_ARGOCD_URL", f"must be an http(s) URL, got {self.url!r}")
+        if not self.token:
+            raise ConfigError(
+                "DRIFTGUARD_ARGOCD_TOKEN", "is required (an account token with `applications, get`)"
+            )
+        if self.timeout <= 0:
+            raise ConfigError("DRIFTGUARD_ARGOCD_TIMEOUT", "must be greater than 0")
+
+
+class ArgoCDClient:
+    """A small, typed client; one requests.Session per instance."""
+
+    def __init__(self, settings: ArgoCDSettings) -> None:
+        import requests
+
+        settings.validate()
+        self.settings = settings
+        self._session = requests.Session()
+        self._session.headers["Authorization"] = f"Bearer {settings.token}"
+        self._session.headers["Accept"] = "application/json"
+        self._verify: bool | str = False if settings.insecure else (settings.ca_file or True)
+
+    def application(self, name: str, app_namespace: str = "") -> dict[str, Any]:
+        """The Application object."""
+        body = self._get(
+            f"/api/v1/applications/{name}",
+            {"appNamespace": app_namespace or self.settings.namespace},
+            what=f"Application {name}",
+        )
+        if not isinstance(body, dict) or "metadata" not in body:
+            raise UpstreamUnavailable(f"Argo CD answered something that is not an Application for {name}")
+        return body
+
+    def managed_resources(self, name: str, app_namespace: str = "") -> list[ManagedResource]:
+        """The managed-resources items (target, live, normalized and predicted states)."""
+        body = self._get(
+            f"/api/v1/applications/{name}/managed-resources",
+            {"appNamespace": app_namespace or self.settings.namespace},
+            what=f"managed resources of {name}",
+        )
+        items = body.get("items") if isinstance(body, dict) else None
+        if items is None:
+            return []
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise UpstreamUnavailable(f"Argo CD answered malformed managed resources for {name}")
+        return items
+
+    def _get(self, path: str, params: dict[str, str], *, what: str) -> Any:
+        import requests
+
+        url = self.settings.url.rstrip("/") + path
+        last = ""
+        for attempt in range(self.settings.retries + 1):
+            if attempt:
+                time.sleep(min(2.0, 0.2 * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311 - jitter
+            try:
+                resp = self._session.get(
+                    url, params=params, timeout=self.settings.timeout, verify=self._verify
+                )
+            except requests.RequestException as exc:
+                last = f"{type(exc).__name__}"
+                continue
+            if resp.status_code in (404, 403):
+                raise NotFound(f"{what}: not found in Argo CD (HTTP {resp.status_code})")
+            if resp.status_code == 401:
+                raise UpstreamUnavailable(f"{what}: Argo CD refused the token (HTTP 401)")
+            if resp.status_code >= 500 or resp.status_code == 429:
+                last = f"HTTP {resp.status_code}"
+                continue
+            if resp.status_code != 200:
+                raise UpstreamUnavailable(f"{what}: Argo CD answered HTTP {resp.status_code}")
+            try:
+                return resp.json()
+            except ValueError as exc:
+                raise UpstreamUnavailable(f"{what}: Argo CD answered something that is not JSON") from exc
+        raise UpstreamUnavailable(
+            f"{what}: Argo CD unreachable after {self.settings.retries + 1} attempts ({last})"
+        )
+
+    def close(self) -> None:
+        self._session.close()

@@ -1,0 +1,93 @@
+"""``create_app()``: the notifier's Flask app, for ``gunicorn 'notifier.app:create_app()'``.
+
+Nothing is read from the environment at import time; everything is validated here, so a bad
+setting stops start-up with a message naming it.
+"""
+
+from __future__ import annotations
+
+import atexit
+from dataclasses import dataclass
+
+from flask import Flask, Response, jsonify
+
+from driftguard.argocd import ArgoCDClient
+from driftguard.errors import ConfigError
+from driftguard.redact import Redactor
+from notifier import ops, webhook
+from notifier.channels import Channel, build_channels
+from notifier.config import NotifierConfig, load_config
+from notifier.delivery import Worker
+from notifier.expand import Expander, system_rules_from_file
+from notifier.logs import configure, event
+from notifier.outbox import Outbox
+from notifier.render import Templates
+from notifier.settings import NotifierSettings
+
+__all__ = ["State", "create_app"]
+
+
+@dataclass
+class State:
+    """What the blueprints and the worker share inside one process."""
+
+    settings: NotifierSettings
+    config: NotifierConfig
+    channels: dict[str, Channel]
+    outbox: Outbox
+    worker: Worker
+
+
+def create_app(settings: NotifierSettings | None = None, *, config: NotifierConfig | None = None) -> Flask:
+    configure()
+    settings = settings or NotifierSettings.from_env()
+    if settings.argocd is None:
+        raise ConfigError("DRIFTGUARD_ARGOCD_URL", "is required")
+    config = config or load_config(settings.config_file, argocd_url=settings.argocd.url)
+    templates = Templates(settings.templates_dir)
+    channels = build_channels(config, templates)
+    outbox = Outbox(settings.outbox, lease=settings.lease)
+    expander = Expander(
+        ArgoCDClient(settings.argocd),
+        system_rules=system_rules_from_file(settings.argocd_cm_file),
+        redactor=Redactor(salt=settings.redact_salt),
+    )
+    worker = Worker(
+        outbox,
+        expander,
+        channels,
+        config,
+        dedup_window=settings.dedup_window,
+        dead_letter_after=settings.dead_letter_after,
+        recheck_interval=settings.recheck_interval,
+        send_timeout=min(10.0, settings.lease * 0.4),
+    )
+    app = Flask("driftguard-notifier")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.extensions["driftguard"] = State(settings, config, channels, outbox, worker)
+    app.register_blueprint(webhook.bp)
+    app.register_blueprint(ops.bp)
+
+    @app.errorhandler(413)
+    def too_large(_: Exception) -> tuple[Response, int]:
+        return jsonify({"error": f"the body is larger than {settings.max_body_bytes} bytes"}), 413
+
+    @app.errorhandler(404)
+    def not_found(_: Exception) -> tuple[Response, int]:
+        return jsonify({"error": "no such endpoint; see /openapi.json"}), 404
+
+    @app.errorhandler(405)
+    def not_allowed(_: Exception) -> tuple[Response, int]:
+        return jsonify({"error": "method not allowed; see /openapi.json"}), 405
+
+    if settings.worker:
+        worker.start()
+        atexit.register(worker.stop)
+    event(
+        "started",
+        channels=sorted(channels),
+        routes=len(config.routes),
+        outbox=str(settings.outbox),
+        worker=settings.worker,
+    )
+    return app

@@ -1,0 +1,53 @@
+"""The one interface every channel implements, and what they share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+from driftguard.errors import ConfigError
+
+__all__ = ["ALERT", "RESOLVE", "Channel", "Outbound", "require_url"]
+
+ALERT = "alert"
+RESOLVE = "resolve"
+
+
+@dataclass(frozen=True)
+class Outbound:
+    """One HTTP request ready to send; ``url`` and headers may hold secrets: never log them."""
+
+    url: str = field(repr=False)
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    method: str = "POST"
+
+
+class Channel(Protocol):
+    """Builds a channel's payload when a message is queued, and the request when it is sent."""
+
+    name: str
+    type: str
+    locale: str
+
+    def payload(self, view: dict[str, Any], *, kind: str) -> dict[str, Any]:
+        """The message (JSON-able), from the report view, for an alert or a resolve."""
+        ...
+
+    def prepare(self, payload: dict[str, Any]) -> Outbound:
+        """The request to send now (signatures and timestamps are made here)."""
+        ...
+
+    def check(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        """Raise Retryable or Permanent unless the receiver accepted the message."""
+        ...
+
+
+def require_url(value: str, *, setting: str) -> str:
+    """An http(s) URL with a host, or a ConfigError naming the setting (the URL itself is not shown)."""
+    parsed = urlparse(value)
+    if parsed.scheme not in ("https", "http") or not parsed.netloc:
+        raise ConfigError(setting, "must be an http(s) URL with a host")
+    return value

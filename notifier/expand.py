@@ -1,0 +1,70 @@
+"""A notification becomes a DriftReport: the Application and its managed resources from Argo CD, through the drift engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from driftguard.argocd import ArgoCDClient
+from driftguard.drift import Policy
+from driftguard.errors import ConfigError, DriftguardError
+from driftguard.ignore import IgnoreRule, JqRunner, rules_from_argocd_cm
+from driftguard.manifests import load_file
+from driftguard.redact import Redactor
+from driftguard.report import DriftReport, build_report
+
+__all__ = ["Expander", "system_rules_from_file"]
+
+
+def system_rules_from_file(path: str) -> list[IgnoreRule]:
+    """argocd-cm's ignore rules: a ConfigMap YAML file, or the ConfigMap mounted as a directory (a file per key)."""
+    if not path:
+        return []
+    where = Path(path)
+    try:
+        if where.is_dir():
+            data = {
+                f.name: f.read_text()
+                for f in sorted(where.iterdir())
+                if f.is_file() and not f.name.startswith(".")
+            }
+            return rules_from_argocd_cm(data)
+        if not where.is_file():
+            raise ConfigError("DRIFTGUARD_ARGOCD_CM_FILE", f"{path} does not exist")
+        [doc] = load_file(where, require_identity=False)
+        return rules_from_argocd_cm(doc.obj)
+    except (DriftguardError, ValueError, OSError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError("DRIFTGUARD_ARGOCD_CM_FILE", f"{path}: {exc}") from exc
+
+
+class Expander:
+    """Looks an Application up in Argo CD and runs the drift engine over it."""
+
+    def __init__(
+        self,
+        client: ArgoCDClient,
+        *,
+        system_rules: list[IgnoreRule],
+        redactor: Redactor,
+        policy: Policy | None = None,
+    ) -> None:
+        self.client = client
+        self.system_rules = system_rules
+        self.redactor = redactor
+        self.policy = policy
+        self.jq = JqRunner()
+
+    def report(self, name: str, app_namespace: str) -> tuple[dict[str, Any], DriftReport]:
+        """(Application, DriftReport); NotFound or UpstreamUnavailable from the API."""
+        app = self.client.application(name, app_namespace)
+        items = self.client.managed_resources(name, app_namespace)
+        report = build_report(
+            app, items, system_rules=self.system_rules, policy=self.policy, redactor=self.redactor, jq=self.jq
+        )
+        return app, report
+
+    def close(self) -> None:
+        self.jq.close()
+        self.client.close()

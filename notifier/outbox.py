@@ -1,0 +1,333 @@
+"""The durable outbox: SQLite in WAL mode, safe for several gunicorn workers and a kill -9.
+
+Tables: ``notifications`` (stored before the 202), ``messages`` (one per channel, each delivered
+and retried on its own; its id is derived from the notification and the channel, so a replayed
+expansion cannot queue it twice), ``sent`` (fingerprints for the dedup window), ``incidents``
+(apps with open drift: re-checked, resolved when back in sync) and ``metrics`` (counters and the
+latency histogram, shared by every process). Work is claimed with a lease inside ``BEGIN
+IMMEDIATE`` transactions: a crashed worker's lease runs out and another process takes the work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LATENCY_BUCKETS", "Claimed", "Outbox"]
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS notifications (
+    id TEXT PRIMARY KEY, received_at REAL NOT NULL, body TEXT NOT NULL, app TEXT NOT NULL, app_namespace TEXT NOT NULL,
+    trigger TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL,
+    lease_until REAL NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '', done_at REAL);
+CREATE INDEX IF NOT EXISTS notifications_due ON notifications(state, next_at);
+CREATE TABLE IF NOT EXISTS messages (
+    id TEXT PRIMARY KEY, notification_id TEXT NOT NULL, channel TEXT NOT NULL, kind TEXT NOT NULL, app TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, payload TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    next_at REAL NOT NULL, lease_until REAL NOT NULL DEFAULT 0, created_at REAL NOT NULL, received_at REAL NOT NULL,
+    sent_at REAL, last_error TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS messages_due ON messages(state, next_at);
+CREATE TABLE IF NOT EXISTS sent (app TEXT NOT NULL, channel TEXT NOT NULL, fingerprint TEXT NOT NULL, sent_at REAL NOT NULL,
+    PRIMARY KEY (app, channel, fingerprint));
+CREATE TABLE IF NOT EXISTS incidents (app TEXT PRIMARY KEY, app_name TEXT NOT NULL, app_namespace TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, opened_at REAL NOT NULL, checked_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS metrics (name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels));
+"""
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A row this process holds a lease on."""
+
+    id: str
+    row: dict[str, Any]
+
+
+class Outbox:
+    """One SQLite file; a connection per thread."""
+
+    def __init__(self, path: Path, *, lease: float = 60.0) -> None:
+        self.path = Path(path)
+        self.lease = lease
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._db().executescript(SCHEMA)  # IF NOT EXISTS: safe when several processes start at once
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=True)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+            db.execute("PRAGMA busy_timeout=30000")
+            self._local.db = db
+        return db
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def writable(self) -> bool:
+        """Readiness: the file takes a write."""
+        try:
+            with self._tx() as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO metrics(name, labels, value) VALUES ('driftguard_notifier_ready_probe', '', ?)",
+                    (time.time(),),
+                )
+            return True
+        except sqlite3.Error:
+            return False
+
+    # --- notifications ------------------------------------------------------------------------------
+
+    def add_notification(
+        self, body: dict[str, Any], *, app: str, app_namespace: str, trigger: str, received_at: float
+    ) -> str:
+        """Store a notification (before answering 202); its id."""
+        nid = uuid.uuid4().hex
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO notifications(id, received_at, body, app, app_namespace, trigger, state, next_at) VALUES (?,?,?,?,?,?,'pending',?)",
+                (nid, received_at, json.dumps(body), app, app_namespace, trigger, received_at),
+            )
+            _inc(db, "driftguard_notifier_received_total", {"outcome": "accepted"})
+        return nid
+
+    def claim_notification(self, now: float | None = None) -> Claimed | None:
+        now = time.time() if now is None else now
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM notifications WHERE state='pending' AND next_at<=? AND lease_until<? ORDER BY received_at LIMIT 1",
+                (now, now),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE notifications SET lease_until=?, attempts=attempts+1 WHERE id=?",
+                (now + self.lease, row["id"]),
+            )
+        return Claimed(row["id"], dict(row))
+
+    def finish_notification(
+        self, nid: str, messages: list[dict[str, Any]], *, outcome: str, error: str = ""
+    ) -> int:
+        """Mark a notification expanded and queue its messages, atomically; how many were queued."""
+        now = time.time()
+        queued = 0
+        with self._tx() as db:
+            for m in messages:
+                mid = hashlib.sha256(f"{nid}\0{m['channel']}\0{m['kind']}".encode()).hexdigest()[:32]
+                cur = db.execute(
+                    "INSERT OR IGNORE INTO messages(id, notification_id, channel, kind, app, fingerprint, payload, state, next_at, created_at, received_at)"
+                    " VALUES (?,?,?,?,?,?,?,'pending',?,?,?)",
+                    (
+                        mid,
+                        nid,
+                        m["channel"],
+                        m["kind"],
+                        m["app"],
+                        m["fingerprint"],
+                        json.dumps(m["payload"]),
+                        now,
+                        now,
+                        m["received_at"],
+                    ),
+                )
+                queued += cur.rowcount
+            db.execute(
+                "UPDATE notifications SET state='done', done_at=?, last_error=?, lease_until=0 WHERE id=?",
+                (now, error, nid),
+            )
+            _inc(db, "driftguard_notifier_expanded_total", {"outcome": outcome})
+        return queued
+
+    def retry_notification(self, nid: str, *, delay: float, error: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE notifications SET next_at=?, lease_until=0, last_error=? WHERE id=?",
+                (time.time() + delay, error[:500], nid),
+            )
+            _inc(db, "driftguard_notifier_expanded_total", {"outcome": "retry"})
+
+    # --- messages -----------------------------------------------------------------------------------
+
+    def claim_message(
+        self, now: float | None = None, *, exclude_channels: frozenset[str] = frozenset()
+    ) -> Claimed | None:
+        now = time.time() if now is None else now
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT * FROM messages WHERE state='pending' AND next_at<=? AND lease_until<? ORDER BY created_at LIMIT 20",
+                (now, now),
+            ).fetchall()
+            row = next((r for r in rows if r["channel"] not in exclude_channels), None)
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE messages SET lease_until=?, attempts=attempts+1 WHERE id=?",
+                (now + self.lease, row["id"]),
+            )
+        return Claimed(row["id"], dict(row))
+
+    def delivered(self, msg: Claimed) -> float:
+        """Mark sent, remember the fingerprint for the dedup window; seconds from webhook to delivery."""
+        now = time.time()
+        row = msg.row
+        latency = now - float(row["received_at"])
+        with self._tx() as db:
+            db.execute(
+                "UPDATE messages SET state='sent', sent_at=?, lease_until=0, last_error='' WHERE id=?",
+                (now, msg.id),
+            )
+            if row["kind"] == "alert":
+                db.execute(
+                    "INSERT OR REPLACE INTO sent(app, channel, fingerprint, sent_at) VALUES (?,?,?,?)",
+                    (row["app"], row["channel"], row["fingerprint"], now),
+                )
+            _inc(db, "driftguard_notifier_sent_total", {"channel": row["channel"], "outcome": "sent"})
+            _observe(db, "driftguard_notifier_delivery_seconds", {"channel": row["channel"]}, latency)
+        return latency
+
+    def failed(self, msg: Claimed, *, error: str, delay: float | None, dead_after: float) -> str:
+        """A failed attempt: retry after ``delay``, or dead-letter (permanent, or too old). The new state."""
+        now = time.time()
+        row = msg.row
+        dead = delay is None or now - float(row["created_at"]) > dead_after
+        state = "dead" if dead else "pending"
+        with self._tx() as db:
+            db.execute(
+                "UPDATE messages SET state=?, next_at=?, lease_until=0, last_error=? WHERE id=?",
+                (state, now + (delay or 0), error[:500], msg.id),
+            )
+            _inc(
+                db,
+                "driftguard_notifier_sent_total",
+                {"channel": row["channel"], "outcome": "dead" if dead else "retry"},
+            )
+            if dead:
+                _inc(db, "driftguard_notifier_dead_letters_total", {"channel": row["channel"]})
+        return state
+
+    # --- dedup and incidents --------------------------------------------------------------------------
+
+    def recently_sent(self, app: str, channel: str, fingerprint: str, window: float) -> bool:
+        row = (
+            self._db()
+            .execute(
+                "SELECT 1 FROM sent WHERE app=? AND channel=? AND fingerprint=? AND sent_at>? "
+                "UNION SELECT 1 FROM messages WHERE app=? AND channel=? AND fingerprint=? AND kind='alert' AND state='pending'",
+                (app, channel, fingerprint, time.time() - window, app, channel, fingerprint),
+            )
+            .fetchone()
+        )
+        return row is not None
+
+    def open_incident(self, app: str, *, name: str, namespace: str, fingerprint: str) -> None:
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO incidents(app, app_name, app_namespace, fingerprint, opened_at, checked_at) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT(app) DO UPDATE SET fingerprint=excluded.fingerprint, checked_at=excluded.checked_at",
+                (app, name, namespace, fingerprint, now, now),
+            )
+
+    def incident(self, app: str) -> dict[str, Any] | None:
+        row = self._db().execute("SELECT * FROM incidents WHERE app=?", (app,)).fetchone()
+        return dict(row) if row else None
+
+    def close_incident(self, app: str) -> bool:
+        """Forget an app's open drift (and its dedup memory, so new drift alerts at once)."""
+        with self._tx() as db:
+            cur = db.execute("DELETE FROM incidents WHERE app=?", (app,))
+            db.execute("DELETE FROM sent WHERE app=?", (app,))
+        return cur.rowcount > 0
+
+    def due_rechecks(self, interval: float) -> list[dict[str, Any]]:
+        """Open incidents not checked for ``interval`` seconds, each marked checked now."""
+        now = time.time()
+        with self._tx() as db:
+            rows = [
+                dict(r)
+                for r in db.execute(
+                    "SELECT * FROM incidents WHERE checked_at<=?", (now - interval,)
+                ).fetchall()
+            ]
+            for r in rows:
+                db.execute("UPDATE incidents SET checked_at=? WHERE app=?", (now, r["app"]))
+        return rows
+
+    # --- metrics ----------------------------------------------------------------------------------------
+
+    def count(self, name: str, labels: dict[str, str]) -> None:
+        with self._tx() as db:
+            _inc(db, name, labels)
+
+    def metrics(self) -> list[tuple[str, str, float]]:
+        return [
+            (r["name"], r["labels"], r["value"])
+            for r in self._db().execute("SELECT name, labels, value FROM metrics ORDER BY name, labels")
+        ]
+
+    def depth(self) -> dict[str, int]:
+        db = self._db()
+        return {
+            "notifications": db.execute(
+                "SELECT count(*) FROM notifications WHERE state='pending'"
+            ).fetchone()[0],
+            "messages": db.execute("SELECT count(*) FROM messages WHERE state='pending'").fetchone()[0],
+            "dead": db.execute("SELECT count(*) FROM messages WHERE state='dead'").fetchone()[0],
+        }
+
+    def messages(self, state: str | None = None) -> list[dict[str, Any]]:
+        """Messages (for operators and tests), oldest first."""
+        if state:
+            rows = self._db().execute("SELECT * FROM messages WHERE state=? ORDER BY created_at", (state,))
+        else:
+            rows = self._db().execute("SELECT * FROM messages ORDER BY created_at")
+        return [dict(r) for r in rows]
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+
+
+def _inc(db: sqlite3.Connection, name: str, labels: dict[str, str], by: float = 1.0) -> None:
+    db.execute(
+        "INSERT INTO metrics(name, labels, value) VALUES (?,?,?) ON CONFLICT(name, labels) DO UPDATE SET value=value+excluded.value",
+        (name, _labels(labels), by),
+    )
+
+
+def _observe(db: sqlite3.Connection, name: str, labels: dict[str, str], value: float) -> None:
+    for bound in LATENCY_BUCKETS:
+        if value <= bound:
+            _inc(db, f"{name}_bucket", {**labels, "le": str(bound)})
+    _inc(db, f"{name}_bucket", {**labels, "le": "+Inf"})
+    _inc(db, f"{name}_sum", labels, value)
+    _inc(db, f"{name}_count", labels)

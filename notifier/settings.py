@@ -1,0 +1,109 @@
+"""The notifier's settings: one frozen object, read once from ``DRIFTGUARD_NOTIFIER_*`` (and _ARGOCD_*)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from driftguard.argocd import ArgoCDSettings
+from driftguard.errors import ConfigError
+
+__all__ = ["NotifierSettings"]
+
+
+@dataclass(frozen=True)
+class NotifierSettings:
+    """Everything the notifier reads from its environment; validated at construction."""
+
+    token: str = field(default="", repr=False)
+    """Bearer token Argo CD Notifications must send (DRIFTGUARD_NOTIFIER_TOKEN)."""
+    auth: str = "token"
+    """`token` (default) or `none` (DRIFTGUARD_NOTIFIER_AUTH=none: explicit opt-out, for a lab)."""
+    config_file: str = ""
+    """The channels/routes YAML (DRIFTGUARD_NOTIFIER_CONFIG)."""
+    outbox: Path = Path("/var/lib/driftguard/outbox.sqlite3")
+    """SQLite outbox path, on a PVC in the manifests (DRIFTGUARD_NOTIFIER_OUTBOX)."""
+    max_body_bytes: int = 1024 * 1024
+    """Largest notification body accepted (DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES)."""
+    dedup_window: float = 600.0
+    """Seconds within which the same drift is not alerted twice (DRIFTGUARD_NOTIFIER_DEDUP_WINDOW)."""
+    dead_letter_after: float = 86400.0
+    """A message still undelivered after this many seconds is dead-lettered (DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER)."""
+    recheck_interval: float = 60.0
+    """While an app has open drift, re-check it this often: Argo CD fires OutOfSync once (DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL)."""
+    templates_dir: str = ""
+    """A directory of template overrides (DRIFTGUARD_NOTIFIER_TEMPLATES)."""
+    argocd_cm_file: str = ""
+    """A mounted argocd-cm (YAML) for system-level ignoreDifferences (DRIFTGUARD_ARGOCD_CM_FILE)."""
+    redact_salt: bytes = field(default=b"", repr=False)
+    """Salt of the short hashes in masked values (DRIFTGUARD_REDACT_SALT); default: derived from the token."""
+    lease: float = 30.0
+    """Seconds a process holds a claimed piece of work; a crashed process's work is picked up after it
+    (DRIFTGUARD_NOTIFIER_LEASE). Sends time out well within it."""
+    worker: bool = True
+    """Run the delivery worker thread in each process (DRIFTGUARD_NOTIFIER_WORKER=false to run none)."""
+    argocd: ArgoCDSettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.auth not in ("token", "none"):
+            raise ConfigError("DRIFTGUARD_NOTIFIER_AUTH", f"must be `token` or `none`, got {self.auth!r}")
+        if self.auth == "token" and len(self.token) < 16:
+            raise ConfigError(
+                "DRIFTGUARD_NOTIFIER_TOKEN",
+                "is required (16+ characters); set DRIFTGUARD_NOTIFIER_AUTH=none only to run without authentication",
+            )
+        if self.lease < 1:
+            raise ConfigError("DRIFTGUARD_NOTIFIER_LEASE", "must be at least 1 second")
+        if self.max_body_bytes <= 0 or self.dedup_window < 0 or self.dead_letter_after <= 0:
+            raise ConfigError("DRIFTGUARD_NOTIFIER_*", "sizes and durations must be positive")
+        if not self.redact_salt:
+            salt = (
+                hashlib.sha256(b"driftguard-redact\0" + self.token.encode()).digest()
+                if self.token
+                else os.urandom(16)
+            )
+            object.__setattr__(self, "redact_salt", salt)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> NotifierSettings:
+        env = os.environ if environ is None else environ
+        kw: dict[str, object] = {}
+        strings = {
+            "DRIFTGUARD_NOTIFIER_TOKEN": "token",
+            "DRIFTGUARD_NOTIFIER_AUTH": "auth",
+            "DRIFTGUARD_NOTIFIER_CONFIG": "config_file",
+            "DRIFTGUARD_NOTIFIER_TEMPLATES": "templates_dir",
+            "DRIFTGUARD_ARGOCD_CM_FILE": "argocd_cm_file",
+        }
+        for name, attr in strings.items():
+            if env.get(name):
+                kw[attr] = env[name].strip() if attr == "auth" else env[name]
+        if env.get("DRIFTGUARD_NOTIFIER_OUTBOX"):
+            kw["outbox"] = Path(env["DRIFTGUARD_NOTIFIER_OUTBOX"])
+        numbers = {
+            "DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES": ("max_body_bytes", int),
+            "DRIFTGUARD_NOTIFIER_DEDUP_WINDOW": ("dedup_window", float),
+            "DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER": ("dead_letter_after", float),
+            "DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL": ("recheck_interval", float),
+            "DRIFTGUARD_NOTIFIER_LEASE": ("lease", float),
+        }
+        for name, (attr, kind) in numbers.items():
+            if env.get(name):
+                try:
+                    kw[attr] = kind(env[name])
+                except ValueError as exc:
+                    raise ConfigError(name, f"not a number: {env[name]!r}") from exc
+        if env.get("DRIFTGUARD_REDACT_SALT"):
+            kw["redact_salt"] = env["DRIFTGUARD_REDACT_SALT"].encode()
+        if env.get("DRIFTGUARD_NOTIFIER_WORKER"):
+            kw["worker"] = env["DRIFTGUARD_NOTIFIER_WORKER"].strip().lower() not in (
+                "0",
+                "false",
+                "no",
+                "off",
+            )
+        kw["argocd"] = ArgoCDSettings.from_env(env)
+        return cls(**kw)  # type: ignore[arg-type]

@@ -1,0 +1,94 @@
+"""A local HTTP receiver standing in for Feishu, Slack and PagerDuty: it captures every request.
+
+Each path answers what the test scripts (status, JSON body, headers, delay), default: the real
+service's success answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SUCCESS: dict[str, tuple[int, Any]] = {
+    "/feishu": (200, {"code": 0, "msg": "success", "data": {}}),
+    "/slack": (200, "ok"),
+    "/slack-api": (200, {"ok": True, "channel": "C123", "ts": "1700000000.000100"}),
+    "/pagerduty": (202, {"status": "success", "message": "Event processed", "dedup_key": "x"}),
+}
+
+
+@dataclass
+class Captured:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receivers:
+    url: str = ""
+    captured: list[Captured] = field(default_factory=list)
+    scripts: dict[str, list[tuple[int, Any, dict[str, str]]]] = field(default_factory=dict)
+    delay: dict[str, float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def script(self, path: str, *answers: tuple[int, Any] | tuple[int, Any, dict[str, str]]) -> None:
+        """Answer the next requests to ``path`` with these (status, body[, headers]), then succeed again."""
+        self.scripts[path] = [(a[0], a[1], a[2] if len(a) > 2 else {}) for a in answers]  # type: ignore[misc]
+
+    def on(self, path: str) -> list[Captured]:
+        with self.lock:
+            return [c for c in self.captured if c.path == path]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    rx: Receivers
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        rx = self.rx
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        if rx.delay.get(self.path):
+            time.sleep(rx.delay[self.path])
+        with rx.lock:
+            queue = rx.scripts.get(self.path)
+            status, answer, headers = queue.pop(0) if queue else (*SUCCESS.get(self.path, (200, {})), {})
+            if status < 300:
+                rx.captured.append(
+                    Captured(self.path, {k: v for k, v in self.headers.items()}, body, time.time())
+                )
+        data = answer.encode() if isinstance(answer, str) else json.dumps(answer).encode()
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Type", "text/plain" if isinstance(answer, str) else "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def serve() -> Iterator[Receivers]:
+    rx = Receivers()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Handler,), {"rx": rx}))
+    rx.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield rx
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,117 @@
+"""Notifier fixtures: Argo CD and the three receivers as local servers, an app on a temp outbox."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from driftguard.argocd import ArgoCDSettings
+from notifier.app import create_app
+from notifier.config import NotifierConfig, parse_config
+from notifier.settings import NotifierSettings
+from tests.driftguard.objects import (
+    inference_desired,
+    inference_live,
+    managed_item,
+    secret_desired,
+    secret_live,
+)
+from tests.fakes import argo_api, receivers
+
+TOKEN = "notifier-test-token-0123456789"
+PD_KEY = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def argo() -> Iterator[argo_api.FakeArgo]:
+    with argo_api.serve() as fake:
+        yield fake
+
+
+@pytest.fixture
+def rx() -> Iterator[receivers.Receivers]:
+    with receivers.serve() as r:
+        yield r
+
+
+def drill_app(
+    fake: argo_api.FakeArgo, *, patched: bool = True, secret_changed: bool = True, sync: str = "OutOfSync"
+) -> None:
+    """The reference drill: GPU 2 -> 4 by kubectl-patch, replicas by the HPA, defaults, a Secret edited."""
+    import base64
+
+    app = argo_api.application(
+        "deepseek-inference",
+        resources=[
+            ("apps", "Deployment", "ai-serving", "deepseek-inference"),
+            ("", "Secret", "ai-serving", "inference-db"),
+        ],
+        sync=sync,
+        dest_namespace="ai-serving",
+    )
+    app["spec"]["destination"]["name"] = "gpu-prod-1"
+    fake.put(app)
+    live = inference_live(patched=patched, gpu="4" if patched else "2")
+    secret_l = secret_live(
+        base64.b64encode(b"rotated-PLANTED-secret" if secret_changed else b"db-PLANTED-password").decode()
+    )
+    fake.managed[("argocd", "deepseek-inference")] = {
+        "items": [
+            managed_item(inference_desired(), live),
+            managed_item(secret_desired("db-PLANTED-password"), secret_l),
+        ]
+    }
+
+
+def make_config(rx: receivers.Receivers, **extra: Any) -> NotifierConfig:
+    raw = {
+        "locale": "zh-CN",
+        "argocdUrl": "https://argocd.example.com",
+        "channels": {
+            "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "feishu-signing-secret"},
+            "slack": {"type": "slack", "url": rx.url + "/slack", "locale": "en"},
+            "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": PD_KEY},
+        },
+        **extra,
+    }
+    return parse_config(raw)
+
+
+def make_settings(tmp_path: Path, argo_url: str, **extra: Any) -> NotifierSettings:
+    argocd = ArgoCDSettings(url=argo_url, token=argo_api.FakeArgo().token, timeout=2.0, retries=0)
+    return NotifierSettings(
+        token=TOKEN, outbox=tmp_path / "outbox.sqlite3", worker=False, argocd=argocd, **extra
+    )
+
+
+@pytest.fixture
+def app(tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers) -> Iterator[Flask]:
+    application = create_app(make_settings(tmp_path, argo.url), config=make_config(rx))
+    application.extensions["driftguard"].worker.retry_base = 0.01
+    yield application
+    state = application.extensions["driftguard"]
+    state.worker.stop()
+    state.worker.expander.close()
+
+
+def post(
+    client: Any, body: Any, *, token: str = TOKEN, raw: bytes | None = None, content_type: str | None = None
+) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if content_type:
+        headers["Content-Type"] = content_type
+    import json
+
+    return client.post(
+        "/v1/notifications", data=raw if raw is not None else json.dumps(body), headers=headers
+    )
+
+
+def notification(
+    name: str = "deepseek-inference", trigger: str = "on-drift-detected", **app: Any
+) -> dict[str, Any]:
+    return {"trigger": trigger, "app": {"metadata": {"name": name, "namespace": "argocd"}, **app}}

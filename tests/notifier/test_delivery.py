@@ -1,0 +1,145 @@
+"""Delivery that loses nothing: per-channel retries, Retry-After, dead letters, Argo CD down, restarts."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from flask import Flask
+
+from notifier.app import create_app
+from tests.fakes.argo_api import FakeArgo
+from tests.fakes.receivers import Receivers
+
+from .conftest import drill_app, make_config, make_settings, notification, post
+
+
+def worker(app: Flask):  # type: ignore[no-untyped-def]
+    return app.extensions["driftguard"].worker
+
+
+def outbox(app: Flask):  # type: ignore[no-untyped-def]
+    return app.extensions["driftguard"].outbox
+
+
+def test_a_receiver_that_is_down_delays_only_its_own_messages(
+    app: Flask, argo: FakeArgo, rx: Receivers
+) -> None:
+    drill_app(argo)
+    rx.script("/slack", (503, "down"), (503, "down"))
+    post(app.test_client(), notification())
+    worker(app).run_once(wait=True)
+    assert len(rx.on("/feishu")) == 1 and len(rx.on("/pagerduty")) == 1 and rx.on("/slack") == []
+    [pending] = outbox(app).messages("pending")
+    assert pending["channel"] == "slack" and pending["attempts"] == 1 and "HTTP 503" in pending["last_error"]
+    worker(app).drain()
+    assert len(rx.on("/slack")) == 1 and outbox(app).messages("pending") == []
+
+
+def test_a_slow_receiver_does_not_hold_the_others(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    rx.delay["/slack"] = 1.5
+    post(app.test_client(), notification())
+    started = time.time()
+    worker(app).drain()
+    feishu, slack = rx.on("/feishu")[0], rx.on("/slack")[0]
+    assert feishu.at - started < 1.0 < slack.at - started
+
+
+def test_retry_after_is_honoured(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    rx.script("/slack", (429, "rate_limited", {"Retry-After": "30"}))
+    post(app.test_client(), notification())
+    worker(app).run_once(wait=True)
+    [pending] = outbox(app).messages("pending")
+    assert pending["next_at"] - time.time() > 25
+
+
+def test_permanent_failure_and_old_messages_are_dead_lettered(
+    app: Flask, argo: FakeArgo, rx: Receivers
+) -> None:
+    drill_app(argo)
+    rx.script("/pagerduty", (400, {"status": "invalid event"}))
+    post(app.test_client(), notification())
+    worker(app).drain()
+    [dead] = outbox(app).messages("dead")
+    assert dead["channel"] == "pagerduty" and "HTTP 400" in dead["last_error"]
+    w = worker(app)
+    w.dead_letter_after = 0.0  # anything still failing is now too old
+    drill_app(argo, secret_changed=False)
+    rx.script("/slack", (503, "down"))
+    post(app.test_client(), notification())
+    w.drain()
+    assert {m["channel"] for m in outbox(app).messages("dead")} == {"pagerduty", "slack"}
+    metrics = app.test_client().get("/metrics").get_data(as_text=True)
+    assert 'driftguard_notifier_dead_letters_total{channel="slack"} 1' in metrics
+
+
+def test_argo_cd_down_keeps_the_notification_and_retries(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    argo.fail_with = 503
+    post(app.test_client(), notification())
+    worker(app).run_once()
+    row = outbox(app)._db().execute("SELECT state, attempts, last_error FROM notifications").fetchone()
+    assert row["state"] == "pending" and row["attempts"] == 1 and "unreachable" in row["last_error"]
+    assert rx.captured == []
+    argo.fail_with = None
+    worker(app).drain()
+    assert len(rx.on("/feishu")) == 1
+
+
+def test_a_new_process_sends_what_the_old_one_left(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    first = create_app(make_settings(tmp_path, argo.url), config=make_config(rx))
+    assert post(first.test_client(), notification()).status_code == 202
+    claimed = first.extensions["driftguard"].outbox.claim_notification()  # it took the work, then "died"
+    assert claimed is not None
+    second = create_app(make_settings(tmp_path, argo.url), config=make_config(rx))
+    w = second.extensions["driftguard"].worker
+    w.drain(timeout=0.5)
+    assert rx.captured == []  # the lease of the dead process still holds
+    # the old lease runs out (60 s by default); shorten it the way the clock would
+    second.extensions["driftguard"].outbox._db().execute("UPDATE notifications SET lease_until=0")
+    w.drain()
+    assert len(rx.on("/feishu")) == 1 and len(rx.on("/pagerduty")) == 1
+    w.stop()
+
+
+def test_open_drift_is_rechecked_and_new_drift_alerts(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo, secret_changed=False)
+    post(app.test_client(), notification())
+    w = worker(app)
+    w.drain()
+    assert len(rx.on("/feishu")) == 1
+    drill_app(argo)  # someone also edits the Secret; Argo CD does not fire OutOfSync again
+    w.recheck_interval = 0.0
+    w._last_recheck = 0.0
+    w.run_once()  # due: the open incident is re-checked
+    w.recheck_interval = 3600.0
+    w.drain()
+    assert len(rx.on("/feishu")) == 2
+    assert "Secret" in rx.on("/feishu")[-1].body.decode()
+
+
+def test_metrics_and_health(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    client = app.test_client()
+    post(client, notification())
+    post(client, notification(), token="")
+    worker(app).drain()
+    text = client.get("/metrics").get_data(as_text=True)
+    for line in (
+        'driftguard_notifier_received_total{outcome="accepted"} 1',
+        'driftguard_notifier_received_total{outcome="unauthorized"} 1',
+        'driftguard_notifier_expanded_total{outcome="alert"} 1',
+        'driftguard_notifier_sent_total{channel="feishu",outcome="sent"} 1',
+        'driftguard_notifier_delivery_seconds_count{channel="pagerduty"} 1',
+        'driftguard_notifier_queue_depth{queue="messages"} 0',
+        "# TYPE driftguard_notifier_delivery_seconds histogram",
+    ):
+        assert line in text, line
+    assert 'le="+Inf"' in text
+    assert client.get("/healthz").get_json() == {"status": "ok"}
+    assert client.get("/readyz").status_code == 200
+    spec = client.get("/openapi.json").get_json()
+    assert "/v1/notifications" in spec["paths"] and spec["openapi"].startswith("3.")

@@ -1,0 +1,135 @@
+"""The reference drill end to end: one alert per channel, the GPU change and its actor, nothing else."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from flask import Flask
+
+from notifier.channels.feishu import sign
+from tests.fakes.argo_api import FakeArgo
+from tests.fakes.receivers import Receivers
+
+from .conftest import drill_app, notification, post
+
+GPU = "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
+
+
+def deliver(app: Flask, body: dict[str, Any]) -> str:
+    client = app.test_client()
+    resp = post(client, body)
+    assert resp.status_code == 202, resp.get_json()
+    app.extensions["driftguard"].worker.drain()
+    return str(resp.get_json()["id"])
+
+
+def everything(rx: Receivers) -> str:
+    return "\n".join(c.body.decode() for c in rx.captured)
+
+
+def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
+    app: Flask, argo: FakeArgo, rx: Receivers
+) -> None:
+    drill_app(argo)
+    deliver(app, notification())
+    feishu, slack, pd = rx.on("/feishu"), rx.on("/slack"), rx.on("/pagerduty")
+    assert (len(feishu), len(slack), len(pd)) == (1, 1, 1)
+
+    card = feishu[0].json()
+    assert card["msg_type"] == "interactive"
+    assert card["card"]["header"]["template"] == "orange"  # human drift: error
+    assert card["card"]["header"]["title"]["content"] == "告警｜配置漂移：deepseek-inference"
+    lines = "\n".join(
+        e["text"]["content"] for e in card["card"]["elements"] if e["tag"] == "div"
+    ).splitlines()
+    gpu_line = next(line for line in lines if GPU in line)
+    assert gpu_line == f"- `{GPU}`：2 → 4（操作者 **kubectl-patch**，2026-11-29T14:02:07Z）"
+    assert (
+        card["card"]["elements"][-1]["actions"][0]["url"]
+        == "https://argocd.example.com/applications/argocd/deepseek-inference"
+    )
+    # signed: timestamp + "\n" + secret as the HMAC key over an empty message
+    assert card["sign"] == sign(int(card["timestamp"]), "feishu-signing-secret")
+
+    message = slack[0].json()
+    assert (
+        "deepseek-inference" in message["text"]
+        and GPU in message["text"]
+        and "kubectl-patch" in message["text"]
+    )
+    assert message["blocks"][0]["type"] == "header"
+
+    event = pd[0].json()
+    assert event["event_action"] == "trigger" and event["dedup_key"] == "driftguard/argocd/deepseek-inference"
+    assert event["payload"]["severity"] == "error"
+    assert GPU in event["payload"]["summary"] and "2" in event["payload"]["summary"]
+    changes = event["payload"]["custom_details"]["changes"]
+    gpu = next(c for c in changes if c["path"] == GPU)
+    assert (gpu["old"], gpu["new"], gpu["actor"]["manager"]) == ("2", "4", "kubectl-patch")
+
+
+def test_nothing_about_replicas_defaults_or_secret_values(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    deliver(app, notification())
+    sent = everything(rx)
+    assert (
+        "/spec/replicas" not in sent and "imagePullPolicy" not in sent and "revisionHistoryLimit" not in sent
+    )
+    for planted in ("rotated-PLANTED-secret", "db-PLANTED-password"):
+        assert planted not in sent
+        assert base64.b64encode(planted.encode()).decode() not in sent
+    pd = rx.on("/pagerduty")[0].json()
+    secret = next(c for c in pd["payload"]["custom_details"]["changes"] if c["resource"]["kind"] == "Secret")
+    assert (
+        secret["new"].startswith("***(sha256:") and secret["old"] != secret["new"]
+    )  # it changed; the value stays hidden
+    suppressed = pd["payload"]["custom_details"]["suppressed"]
+    assert suppressed["controller"] >= 1 and suppressed["admission-default"] >= 1
+
+
+def test_the_same_drift_again_is_not_sent_twice_but_new_drift_is(
+    app: Flask, argo: FakeArgo, rx: Receivers
+) -> None:
+    drill_app(argo)
+    deliver(app, notification())
+    deliver(app, notification())  # Argo CD retried, or the same drift was notified again
+    assert len(rx.on("/feishu")) == 1 and len(rx.on("/pagerduty")) == 1
+    drill_app(argo, secret_changed=False)  # different drift: only the GPU change now
+    deliver(app, notification())
+    assert len(rx.on("/feishu")) == 2 and len(rx.on("/slack")) == 2 and len(rx.on("/pagerduty")) == 2
+    metrics = app.test_client().get("/metrics").get_data(as_text=True)
+    assert 'driftguard_notifier_deduplicated_total{channel="feishu"} 1' in metrics
+
+
+def test_back_in_sync_resolves_the_same_pagerduty_incident(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    deliver(app, notification())
+    drill_app(argo, patched=False, secret_changed=False, sync="Synced")  # self-heal put Git back
+    deliver(app, notification(trigger="on-sync-succeeded"))
+    trigger, resolve = [c.json() for c in rx.on("/pagerduty")]
+    assert resolve == {
+        "routing_key": trigger["routing_key"],
+        "event_action": "resolve",
+        "dedup_key": trigger["dedup_key"],
+    }
+    assert "已恢复" in json.dumps(rx.on("/feishu")[-1].json(), ensure_ascii=False)
+    assert ":white_check_mark:" in rx.on("/slack")[-1].json()["text"]
+    # drift again after the resolve alerts again at once (the dedup memory went with the incident)
+    drill_app(argo)
+    deliver(app, notification())
+    assert len(rx.on("/pagerduty")) == 3 and rx.on("/pagerduty")[-1].json()["event_action"] == "trigger"
+
+
+def test_quiet_when_only_suppressed_changes(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo, patched=False, secret_changed=False)
+    deliver(app, notification())
+    assert rx.captured == []
+
+
+def test_unknown_app_is_recorded_and_dropped_cleanly(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
+    deliver(app, notification(name="no-such-app"))
+    assert rx.captured == []
+    metrics = app.test_client().get("/metrics").get_data(as_text=True)
+    assert 'driftguard_notifier_expanded_total{outcome="app-not-found"} 1' in metrics

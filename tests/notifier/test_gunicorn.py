@@ -1,0 +1,106 @@
+"""The real thing: gunicorn with two workers, killed with SIGKILL mid-flight, restarted: nothing lost, nothing twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from tests.fakes.argo_api import FakeArgo
+from tests.fakes.receivers import Receivers
+
+from .conftest import PD_KEY, TOKEN, drill_app, notification
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers) -> subprocess.Popen[bytes]:
+    config = tmp_path / "notifier.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "channels": {
+                    "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "x"},
+                    "slack": {"type": "slack", "url": rx.url + "/slack"},
+                    "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": PD_KEY},
+                }
+            }
+        )
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "DRIFTGUARD_NOTIFIER_TOKEN": TOKEN,
+        "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
+        "DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp_path / "outbox.sqlite3"),
+        "DRIFTGUARD_ARGOCD_URL": argo.url,
+        "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
+        "DRIFTGUARD_ARGOCD_RETRIES": "0",
+        "DRIFTGUARD_ARGOCD_TIMEOUT": "1",
+        "DRIFTGUARD_NOTIFIER_LEASE": "3",  # how long a killed process's claim blocks the work
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "notifier.app:create_app()",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "gunicorn.log", "ab"),  # noqa: SIM115
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return proc
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("gunicorn did not become ready:\n" + (tmp_path / "gunicorn.log").read_text()[-2000:])
+
+
+def test_kill_9_loses_nothing_and_sends_nothing_twice(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
+    drill_app(argo)
+    argo.fail_with = 503  # Argo CD is down: the notification must wait in the outbox
+    port = free_port()
+    proc = start(tmp_path, port, argo, rx)
+    try:
+        resp = requests.post(
+            f"http://127.0.0.1:{port}/v1/notifications",
+            data=json.dumps(notification()),
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=5,
+        )
+        assert resp.status_code == 202
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert rx.captured == []
+    argo.fail_with = None
+    proc = start(tmp_path, port, argo, rx)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(rx.captured) < 3:
+            time.sleep(0.1)
+        time.sleep(1.0)  # would a second worker send it again?
+        assert sorted(c.path for c in rx.captured) == ["/feishu", "/pagerduty", "/slack"]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)

@@ -1,0 +1,94 @@
+"""POST /v1/notifications: authentication, validation, size limit, persistence before the 202."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from flask import Flask
+
+from driftguard.argocd import ArgoCDSettings
+from driftguard.errors import ConfigError
+from notifier.settings import NotifierSettings
+
+from .conftest import TOKEN, notification, post
+
+
+def stored(app: Flask) -> list[sqlite3.Row]:
+    db = sqlite3.connect(app.extensions["driftguard"].settings.outbox)
+    db.row_factory = sqlite3.Row
+    return db.execute("SELECT * FROM notifications").fetchall()
+
+
+def test_accepted_is_stored_before_the_202(app: Flask) -> None:
+    resp = post(app.test_client(), notification())
+    assert resp.status_code == 202
+    [row] = stored(app)
+    assert row["id"] == resp.get_json()["id"] and row["state"] == "pending"
+    assert (row["app"], row["app_namespace"], row["trigger"]) == (
+        "deepseek-inference",
+        "argocd",
+        "on-drift-detected",
+    )
+    assert json.loads(row["body"])["app"]["metadata"]["name"] == "deepseek-inference"
+
+
+def test_no_content_type_is_fine_and_repeats_are_accepted(app: Flask) -> None:
+    client = app.test_client()
+    raw = json.dumps(notification()).encode()
+    assert post(client, None, raw=raw).status_code == 202
+    assert post(client, None, raw=raw, content_type="text/plain").status_code == 202
+    assert len(stored(app)) == 2
+
+
+@pytest.mark.parametrize("token", ["", "wrong-token-wrong-token", TOKEN + "x", TOKEN[:-1]])
+def test_wrong_or_missing_token_is_401(app: Flask, token: str) -> None:
+    resp = post(app.test_client(), notification(), token=token)
+    assert resp.status_code == 401 and resp.get_json() == {"error": "missing or wrong bearer token"}
+    assert stored(app) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"{not json", "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'{"trigger": "x"}', "`app` must be an object"),
+        (b'{"app": {"metadata": {}}}', "`app.metadata.name` is required"),
+        (b'{"app": {"metadata": {"name": "Bad_Name!"}}}', "not a valid Kubernetes object name"),
+        (b'{"app": {"metadata": {"name": "a", "namespace": "x/y"}}}', "not a valid namespace"),
+        (b'{"trigger": 5, "app": {"metadata": {"name": "a"}}}', "`trigger` must be a string"),
+    ],
+)
+def test_bad_bodies_are_400_with_a_reason(app: Flask, raw: bytes, message: str) -> None:
+    resp = post(app.test_client(), None, raw=raw)
+    assert resp.status_code == 400 and message in resp.get_json()["error"]
+    assert stored(app) == []
+
+
+def test_body_over_the_limit_is_413(app: Flask) -> None:
+    big = notification()
+    big["padding"] = "x" * (1024 * 1024 + 10)
+    resp = post(app.test_client(), big)
+    assert resp.status_code == 413 and "larger than 1048576 bytes" in resp.get_json()["error"]
+    assert stored(app) == []
+
+
+def test_start_up_refuses_without_a_token(tmp_path: Path) -> None:
+    argocd = ArgoCDSettings(url="http://127.0.0.1:1", token="t")
+    with pytest.raises(ConfigError, match="DRIFTGUARD_NOTIFIER_TOKEN"):
+        NotifierSettings(outbox=tmp_path / "o", argocd=argocd)
+    assert NotifierSettings(auth="none", outbox=tmp_path / "o", argocd=argocd).auth == "none"
+    with pytest.raises(ConfigError, match="DRIFTGUARD_NOTIFIER_AUTH"):
+        NotifierSettings(auth="basic", token=TOKEN, argocd=argocd)
+    with pytest.raises(ConfigError, match="DRIFTGUARD_ARGOCD_URL"):
+        NotifierSettings.from_env({"DRIFTGUARD_NOTIFIER_TOKEN": TOKEN})
+
+
+def test_unknown_route_is_json(app: Flask) -> None:
+    resp = app.test_client().get("/v1/nope")
+    assert resp.status_code == 404 and "openapi" in resp.get_json()["error"]
+    assert app.test_client().get("/v1/notifications").status_code == 405
