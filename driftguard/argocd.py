@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from driftguard.errors import ConfigError, NotFound, UpstreamUnavailable
+from driftguard.errors import ConfigError, NotFound, UpstreamTimeout, UpstreamUnavailable
 
 __all__ = ["ArgoCDClient", "ArgoCDSettings", "ManagedResource"]
 
@@ -121,6 +121,13 @@ class ArgoCDClient:
             raise UpstreamUnavailable(f"Argo CD answered something that is not an Application for {name}")
         return body
 
+    def project(self, name: str) -> dict[str, Any]:
+        """The AppProject object (its spec.syncWindows)."""
+        body = self._get(f"/api/v1/projects/{name}", {}, what=f"AppProject {name}")
+        if not isinstance(body, dict) or "metadata" not in body:
+            raise UpstreamUnavailable(f"Argo CD answered something that is not an AppProject for {name}")
+        return body
+
     def managed_resources(self, name: str, app_namespace: str = "") -> list[ManagedResource]:
         """The managed-resources items (target, live, normalized and predicted states)."""
         body = self._get(
@@ -140,6 +147,8 @@ class ArgoCDClient:
 
         url = self.settings.url.rstrip("/") + path
         last = ""
+        timed_out = False
+        params = {k: v for k, v in params.items() if v}
         for attempt in range(self.settings.retries + 1):
             if attempt:
                 time.sleep(min(2.0, 0.2 * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311 - jitter
@@ -149,6 +158,7 @@ class ArgoCDClient:
                 )
             except requests.RequestException as exc:
                 last = f"{type(exc).__name__}"
+                timed_out = isinstance(exc, requests.Timeout)
                 continue
             if resp.status_code in (404, 403):
                 raise NotFound(f"{what}: not found in Argo CD (HTTP {resp.status_code})")
@@ -156,6 +166,7 @@ class ArgoCDClient:
                 raise UpstreamUnavailable(f"{what}: Argo CD refused the token (HTTP 401)")
             if resp.status_code >= 500 or resp.status_code == 429:
                 last = f"HTTP {resp.status_code}"
+                timed_out = False
                 continue
             if resp.status_code != 200:
                 raise UpstreamUnavailable(f"{what}: Argo CD answered HTTP {resp.status_code}")
@@ -163,9 +174,8 @@ class ArgoCDClient:
                 return resp.json()
             except ValueError as exc:
                 raise UpstreamUnavailable(f"{what}: Argo CD answered something that is not JSON") from exc
-        raise UpstreamUnavailable(
-            f"{what}: Argo CD unreachable after {self.settings.retries + 1} attempts ({last})"
-        )
+        error = UpstreamTimeout if timed_out else UpstreamUnavailable
+        raise error(f"{what}: Argo CD unreachable after {self.settings.retries + 1} attempt(s) ({last})")
 
     def close(self) -> None:
         self._session.close()

@@ -11,7 +11,8 @@
     │   └── RenderTimeout           the renderer did not finish in time; its process group was killed
     ├── GuardRefusal                a guard refused a render (the CMP exits non-zero with it)
     ├── UpstreamError               an API we read from failed (Argo CD, kube-apiserver, Prometheus)
-    │   ├── UpstreamUnavailable     down, slow, 5xx, garbage: try again later
+    │   ├── UpstreamUnavailable     down, 5xx, garbage: try again later
+    │   │   └── UpstreamTimeout     it did not answer in time
     │   └── NotFound                the thing asked for does not exist: a decided answer
     └── DeliveryError               sending an alert failed
         ├── Retryable               try again later (5xx, 429, timeouts); may carry retry_after seconds
@@ -84,6 +85,10 @@ class UpstreamError(DriftguardError):
 
 class UpstreamUnavailable(UpstreamError):
     """The upstream is down, slow or answered garbage: temporary."""
+
+
+class UpstreamTimeout(UpstreamUnavailable):
+    """The upstream did not answer in time."""
 
 
 class NotFound(UpstreamError):

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlparse
 KUBE_APP = re.compile(r"^/apis/argoproj\.io/v1alpha1/namespaces/([^/]+)/applications/([^/]+)$")
 ARGO_APP = re.compile(r"^/api/v1/applications/([^/]+)$")
 ARGO_MANAGED = re.compile(r"^/api/v1/applications/([^/]+)/managed-resources$")
+ARGO_PROJECT = re.compile(r"^/api/v1/projects/([^/]+)$")
 
 
 @dataclass
@@ -28,6 +29,7 @@ class FakeArgo:
     token: str = "test-token"
     apps: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     managed: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    projects: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     fail_with: int | None = None
     delay: float = 0.0
@@ -144,6 +146,30 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             else:
                 self._send(200, app)
+            return
+        m = ARGO_PROJECT.match(url.path)
+        if m:
+            project = fake.projects.get(m.group(1)) or (
+                {
+                    "apiVersion": "argoproj.io/v1alpha1",
+                    "kind": "AppProject",
+                    "metadata": {"name": m.group(1), "namespace": "argocd"},
+                    "spec": {},
+                }
+                if m.group(1) == "default"
+                else None
+            )
+            if project is None:
+                self._send(
+                    404,
+                    {
+                        "error": "not found",
+                        "code": 5,
+                        "message": f'appprojects.argoproj.io "{m.group(1)}" not found',
+                    },
+                )
+            else:
+                self._send(200, project)
             return
         m = ARGO_MANAGED.match(url.path)
         if m:

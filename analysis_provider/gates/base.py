@@ -1,0 +1,115 @@
+"""What every gate shares: its arguments, its verdict, and the context it reads from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from driftguard.argocd import ArgoCDClient
+from driftguard.errors import InputError
+from driftguard.ignore import IgnoreRule, JqRunner
+from driftguard.redact import Redactor
+from driftguard.windows import SyncWindow
+
+__all__ = ["APP_ARGS", "FAIL", "INCONCLUSIVE", "PASS", "Arg", "Gate", "GateContext", "Verdict", "parse_args"]
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    gate: str
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    observed: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, checked_at: str) -> dict[str, Any]:
+        return {
+            "ok": self.verdict == PASS,
+            "verdict": self.verdict,
+            "gate": self.gate,
+            "reasons": self.reasons,
+            "observed": self.observed,
+            "checkedAt": checked_at,
+        }
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One query argument: its check, whether it is required, its default."""
+
+    check: Callable[[str], Any]
+    required: bool = False
+    default: str | None = None
+
+
+def app_name(value: str) -> str:
+    if not _NAME.match(value):
+        raise InputError(
+            f"app {value!r} is not a valid Application name (did the AnalysisTemplate substitute {{{{args.app}}}}?)"
+        )
+    return value
+
+
+def namespace(value: str) -> str:
+    if value and not _NAMESPACE.match(value):
+        raise InputError(f"appNamespace {value!r} is not a valid namespace")
+    return value
+
+
+APP_ARGS: dict[str, Arg] = {"app": Arg(app_name, required=True), "appNamespace": Arg(namespace, default="")}
+
+
+def parse_args(spec: Mapping[str, Arg], raw: Mapping[str, str]) -> dict[str, Any]:
+    """Typed arguments; unknown, missing or malformed ones raise InputError naming them."""
+    unknown = sorted(set(raw) - set(spec))
+    if unknown:
+        raise InputError(
+            f"unknown argument(s) {', '.join(unknown)}; this gate takes {', '.join(sorted(spec))}"
+        )
+    out: dict[str, Any] = {}
+    for name, arg in spec.items():
+        value = raw.get(name)
+        if value is None or value == "":
+            if arg.required:
+                raise InputError(f"argument {name} is required")
+            value = arg.default
+        out[name] = arg.check(value) if value not in (None, "") else value
+    return out
+
+
+@dataclass
+class GateContext:
+    """The data sources and rules a gate may read."""
+
+    argocd: ArgoCDClient
+    prometheus: Any
+    windows: list[SyncWindow]
+    system_rules: list[IgnoreRule]
+    redactor: Redactor
+    jq: JqRunner
+    now: Callable[[], datetime]
+    cached: Callable[[tuple[Any, ...], Callable[[], Any]], Any]
+    """Coalescing look-ups shared by the gates (an Application read once serves drift, sync and freeze)."""
+
+    def application(self, name: str, app_namespace: str) -> dict[str, Any]:
+        return self.cached(("app", name, app_namespace), lambda: self.argocd.application(name, app_namespace))  # type: ignore[no-any-return]
+
+
+class Gate(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Arg]:
+        """The query arguments it takes."""
+        ...
+
+    def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
+        """A decided verdict; NotFound for a missing Application; UpstreamUnavailable when undecidable."""
+        ...

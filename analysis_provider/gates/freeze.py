@@ -1,0 +1,47 @@
+"""freeze: fail inside a deny window of the app's AppProject syncWindows, or one from our config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict
+from driftguard.errors import UpstreamUnavailable
+from driftguard.windows import SyncWindow, frozen
+
+__all__ = ["FreezeGate"]
+
+
+class FreezeGate:
+    name = "freeze"
+    args = APP_ARGS
+
+    def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
+        app = ctx.application(args["app"], args["appNamespace"])
+        spec = app.get("spec") or {}
+        dest = spec.get("destination") or {}
+        project_name = str(spec.get("project") or "default")
+        project = ctx.cached(("project", project_name), lambda: ctx.argocd.project(project_name))
+        windows: list[SyncWindow] = []
+        for i, raw in enumerate((project.get("spec") or {}).get("syncWindows") or []):
+            try:
+                windows.append(
+                    SyncWindow.from_dict(raw, origin=f"AppProject {project_name} syncWindows[{i}]")
+                )
+            except (
+                Exception
+            ) as exc:  # a window Argo CD accepted but we cannot read: say so, never pass silently
+                raise UpstreamUnavailable(
+                    f"cannot read AppProject {project_name} syncWindows[{i}]: {exc}"
+                ) from exc
+        windows += ctx.windows
+        now = ctx.now()
+        cluster = str(dest.get("name") or dest.get("server") or "")
+        reasons = frozen(
+            windows, app=args["app"], namespace=str(dest.get("namespace") or ""), cluster=cluster, now=now
+        )
+        observed = {"windows": len(windows), "now": now.isoformat(timespec="seconds")}
+        if reasons:
+            return Verdict(self.name, FAIL, reasons, observed)
+        return Verdict(
+            self.name, PASS, ["no freeze: no deny window active, allowed by every allow window"], observed
+        )

@@ -1,0 +1,72 @@
+"""A local HTTP server that answers Prometheus' instant-query API (/api/v1/query) as scripted."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+
+@dataclass
+class FakePrometheus:
+    url: str = ""
+    value: str | None = "0.995"
+    """The sample's value ("NaN" allowed); None answers an empty vector."""
+    queries: list[str] = field(default_factory=list)
+    status: int = 200
+    garbage: bool = False
+    delay: float = 0.0
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakePrometheus
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        fake = self.fake
+        url = urlparse(self.path)
+        if url.path != "/api/v1/query":
+            self.send_response(404)
+            self.end_headers()
+            return
+        fake.queries.append(parse_qs(url.query)["query"][0])
+        if fake.delay:
+            time.sleep(fake.delay)
+        if fake.garbage:
+            body = b"<html>proxy error</html>"
+        elif fake.status != 200:
+            body = json.dumps(
+                {"status": "error", "errorType": "bad_data", "error": "parse error at char 5"}
+            ).encode()
+        else:
+            result = [] if fake.value is None else [{"metric": {}, "value": [time.time(), fake.value]}]
+            body = json.dumps(
+                {"status": "success", "data": {"resultType": "vector", "result": result}}
+            ).encode()
+        self.send_response(fake.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@contextmanager
+def serve() -> Iterator[FakePrometheus]:
+    fake = FakePrometheus()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Handler,), {"fake": fake}))
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
