@@ -88,7 +88,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main() -> int:
-    from tests.fakes import argo_api
+    from standins import argo_api
     from tests.notifier.conftest import drill_app
 
     with argo_api.serve() as argo, tempfile.TemporaryDirectory():

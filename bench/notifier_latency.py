@@ -26,14 +26,14 @@ from driftguard.argocd import ArgoCDSettings  # noqa: E402
 from notifier.app import create_app  # noqa: E402
 from notifier.config import parse_config  # noqa: E402
 from notifier.settings import NotifierSettings  # noqa: E402
-from tests.driftguard.objects import (  # noqa: E402
+from standins import argo_api, receivers  # noqa: E402
+from standins.drill import (  # noqa: E402
     inference_desired,
     inference_live,
     managed_item,
     secret_desired,
     secret_live,
 )
-from tests.fakes import argo_api, receivers  # noqa: E402
 
 N = 200
 TOKEN = "bench-token-0123456789abcdef"

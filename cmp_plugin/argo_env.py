@@ -19,7 +19,6 @@ from typing import Any
 
 from cmp_plugin.params import ARRAY, MAP, PARAMETERS, by_name, env_name, param_env_prefix
 from driftguard.errors import InputError
-from driftguard.manifests import safe_load
 
 __all__ = ["AppEnv", "parse_parameters"]
 
@@ -157,6 +156,8 @@ def _env_value(collection: str, value: str, key: str) -> Any:
     if collection == STRING_COLLECTION:
         return value
     import yaml
+
+    from driftguard.manifests import safe_load
 
     try:
         parsed = safe_load(value) if value.strip() else ([] if collection == ARRAY else {})

@@ -65,7 +65,7 @@ def run(
             from driftguard.manifests import Limits
 
             active = GUARDS if guards is None else guards
-            ctx = GuardContext(job)
+            ctx = GuardContext(job, renderer=renderer.name)
             for guard in active:
                 guard.begin(ctx)
             warnings: list[str] = []

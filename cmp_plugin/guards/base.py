@@ -20,6 +20,8 @@ class GuardContext:
     """What a guard may look at. ``docs[i]`` has identity ``keys[i]``."""
 
     job: RenderJob
+    renderer: str = ""
+    """The renderer's name, known before it runs."""
     rendered: Rendered | None = None
     docs: list[Doc] = field(default_factory=list)
     keys: list[ResourceKey] = field(default_factory=list)

@@ -142,12 +142,24 @@ class ImplicitDefaultsGuard(GuardBase):
     name = "implicit-defaults"
     stage = RENDER
 
+    def begin(self, ctx: GuardContext) -> None:
+        """Read the templates and values while helm renders: the analysis needs no render output."""
+        if ctx.job.env.param("implicit-defaults") == "off" or ctx.renderer != "helm":
+            return
+        try:
+            ctx.notes[NOTE] = analyse(ctx.job)
+        except InputError as exc:
+            ctx.notes[NOTE] = exc  # reported in check(), in the guards' order
+
     def check(self, ctx: GuardContext) -> list[str]:
         job = ctx.job
         mode = job.env.param("implicit-defaults")
         if mode == "off" or ctx.rendered is None or ctx.rendered.renderer != "helm":
             return []
-        findings = analyse(job)
+        found = ctx.notes.get(NOTE)
+        if isinstance(found, InputError):
+            raise found
+        findings = found if isinstance(found, list) else analyse(job)
         ctx.notes[NOTE] = findings
         implicit = [f for f in findings if not f.explicit]
         if not implicit:

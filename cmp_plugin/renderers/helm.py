@@ -8,7 +8,6 @@ from typing import Any
 from cmp_plugin.process import ToolRun, run_tool, tool_env
 from cmp_plugin.renderers.base import RenderJob, ToolRender, confined
 from driftguard.errors import InputError, RenderError
-from driftguard.manifests import safe_load
 
 __all__ = ["HelmRenderer", "helm_argv", "missing_dependencies"]
 
@@ -58,6 +57,8 @@ def values_files(job: RenderJob) -> list[Path]:
     if inline.strip():
         import yaml
 
+        from driftguard.manifests import safe_load
+
         try:
             parsed = safe_load(inline)
         except yaml.YAMLError as exc:
@@ -94,6 +95,8 @@ def missing_dependencies(chart_dir: Path) -> list[str]:
     if "dependencies" not in text:
         return []
     import yaml
+
+    from driftguard.manifests import safe_load
 
     try:
         chart: Any = safe_load(text) or {}

@@ -12,7 +12,7 @@ from flask import Flask
 from analysis_provider.app import create_app
 from analysis_provider.settings import AnalysisSettings
 from driftguard.argocd import ArgoCDSettings
-from tests.fakes import argo_api, prometheus
+from standins import argo_api, prometheus
 
 TOKEN = "analysis-test-token-0123456789"
 NOW = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)  # 23:00 in Asia/Shanghai

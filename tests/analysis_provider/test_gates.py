@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from tests.fakes.argo_api import FakeArgo, application
-from tests.fakes.prometheus import FakePrometheus
+from standins.argo_api import FakeArgo, application
+from standins.prometheus import FakePrometheus
 from tests.notifier.conftest import drill_app
 
 from .conftest import get, make_app

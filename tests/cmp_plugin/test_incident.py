@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.argo_api import FakeArgo, application, kubeconfig, serve
+from standins.argo_api import FakeArgo, application, kubeconfig, serve
 
 from .conftest import cmp_env, run_cmp
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.argo_api import FakeArgo, application, kubeconfig, serve
+from standins.argo_api import FakeArgo, application, kubeconfig, serve
 
 from .conftest import Generate
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from .objects import inference_desired, inference_live, managed_item
+from standins.drill import inference_desired, inference_live, managed_item
 
 ROOT = Path(__file__).resolve().parents[2]
 

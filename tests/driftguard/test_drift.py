@@ -24,8 +24,7 @@ from driftguard.drift import (
 )
 from driftguard.ignore import IgnoreRule, IgnoreRules
 from driftguard.manifests import resource_key
-
-from .objects import (
+from standins.drill import (
     ARGO_TIME,
     PATCH_TIME,
     inference_desired,

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from driftguard.errors import InputError
 from driftguard.ignore import IgnoreRule, IgnoreRules, rules_from_application, rules_from_argocd_cm
-
-from .objects import inference_desired
+from standins.drill import inference_desired
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ from driftguard.argocd import ArgoCDSettings
 from notifier.app import create_app
 from notifier.config import NotifierConfig, parse_config
 from notifier.settings import NotifierSettings
-from tests.driftguard.objects import (
+from standins import argo_api, receivers
+from standins.drill import (
     inference_desired,
     inference_live,
     managed_item,
     secret_desired,
     secret_live,
 )
-from tests.fakes import argo_api, receivers
 
 TOKEN = "notifier-test-token-0123456789"
 PD_KEY = "0123456789abcdef0123456789abcdef"

@@ -8,8 +8,8 @@ from pathlib import Path
 from flask import Flask
 
 from notifier.app import create_app
-from tests.fakes.argo_api import FakeArgo
-from tests.fakes.receivers import Receivers
+from standins.argo_api import FakeArgo
+from standins.receivers import Receivers
 
 from .conftest import drill_app, make_config, make_settings, notification, post
 

@@ -9,8 +9,8 @@ from typing import Any
 from flask import Flask
 
 from notifier.channels.feishu import sign
-from tests.fakes.argo_api import FakeArgo
-from tests.fakes.receivers import Receivers
+from standins.argo_api import FakeArgo
+from standins.receivers import Receivers
 
 from .conftest import drill_app, notification, post
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import requests
 
-from tests.fakes.argo_api import FakeArgo
-from tests.fakes.receivers import Receivers
+from standins.argo_api import FakeArgo
+from standins.receivers import Receivers
 
 from .conftest import PD_KEY, TOKEN, drill_app, notification
 

@@ -9,7 +9,7 @@ from notifier.channels._http import HttpSender
 from notifier.channels.slack import SlackChannel
 from notifier.config import ChannelConfig
 from notifier.render import Templates
-from tests.fakes.receivers import Receivers
+from standins.receivers import Receivers
 
 from .views import big_view, small_view
 
