@@ -2,7 +2,9 @@
 
 ``diff_objects(desired, live)`` returns ``FieldChange`` items whose ``path`` is an RFC 6901 JSON
 pointer into the *live* object (``~0``/``~1`` escaped), with ``op`` add (live has what Git does
-not), remove (Git has what live lacks) or replace; and ``json_patch(...)`` returns an RFC 6902
+not), remove (Git has what live lacks) or replace. For a removal the pointer names where the field
+would be in live (its parents are live locations); a removed list item is named by its index in
+desired; and ``json_patch(...)`` returns an RFC 6902
 patch that turns desired into live when applied in order.
 
 Lists of named items (containers, env, ports, volumes, volumeMounts, and any list whose items
