@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+
+from driftguard.service import exec_gunicorn
 
 __all__ = ["main"]
 
@@ -23,17 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args(argv)
-    argv_ = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--bind",
-        args.bind,
-        "--workers",
-        str(args.workers),
-        "--threads",
-        str(args.threads),
-    ]
-    argv_ += ["--worker-class", "gthread", "--access-logfile", "-", "analysis_provider.app:create_app()"]
-    os.execv(sys.executable, argv_)  # noqa: S606 - fixed argv, no shell
+    exec_gunicorn(
+        "analysis_provider.app:create_app()", bind=args.bind, workers=args.workers, threads=args.threads
+    )
     return 0  # pragma: no cover

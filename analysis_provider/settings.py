@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from driftguard.argocd import ArgoCDSettings
 from driftguard.errors import ConfigError
+from driftguard.service import check_auth, from_env, redact_salt_for
 
 __all__ = ["AnalysisSettings"]
 
@@ -37,13 +38,7 @@ class AnalysisSettings:
     argocd: ArgoCDSettings | None = None
 
     def __post_init__(self) -> None:
-        if self.auth not in ("token", "none"):
-            raise ConfigError("DRIFTGUARD_ANALYSIS_AUTH", f"must be `token` or `none`, got {self.auth!r}")
-        if self.auth == "token" and len(self.token) < 16:
-            raise ConfigError(
-                "DRIFTGUARD_ANALYSIS_TOKEN",
-                "is required (16+ characters); set DRIFTGUARD_ANALYSIS_AUTH=none only to run without authentication",
-            )
+        check_auth(self.auth, self.token, prefix="DRIFTGUARD_ANALYSIS")
         if self.prometheus_url and not self.prometheus_url.startswith(("http://", "https://")):
             raise ConfigError("DRIFTGUARD_PROMETHEUS_URL", "must be an http(s) URL")
         if not 0 < self.timeout < 10:
@@ -53,37 +48,24 @@ class AnalysisSettings:
         if self.cache_ttl < 0:
             raise ConfigError("DRIFTGUARD_ANALYSIS_CACHE_TTL", "must be 0 or more")
         if not self.redact_salt:
-            salt = (
-                hashlib.sha256(b"driftguard-redact\0" + self.token.encode()).digest()
-                if self.token
-                else os.urandom(16)
-            )
-            object.__setattr__(self, "redact_salt", salt)
+            object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AnalysisSettings:
         env = os.environ if environ is None else environ
-        kw: dict[str, object] = {}
-        for name, attr in (
-            ("DRIFTGUARD_ANALYSIS_TOKEN", "token"),
-            ("DRIFTGUARD_ANALYSIS_AUTH", "auth"),
-            ("DRIFTGUARD_PROMETHEUS_URL", "prometheus_url"),
-            ("DRIFTGUARD_PROMETHEUS_TOKEN", "prometheus_token"),
-            ("DRIFTGUARD_ANALYSIS_FREEZE_FILE", "freeze_file"),
-            ("DRIFTGUARD_ARGOCD_CM_FILE", "argocd_cm_file"),
-        ):
-            if env.get(name):
-                kw[attr] = env[name].strip() if attr == "auth" else env[name]
-        for name, attr in (
-            ("DRIFTGUARD_ANALYSIS_TIMEOUT", "timeout"),
-            ("DRIFTGUARD_ANALYSIS_CACHE_TTL", "cache_ttl"),
-        ):
-            if env.get(name):
-                try:
-                    kw[attr] = float(env[name])
-                except ValueError as exc:
-                    raise ConfigError(name, f"not a number: {env[name]!r}") from exc
-        if env.get("DRIFTGUARD_REDACT_SALT"):
-            kw["redact_salt"] = env["DRIFTGUARD_REDACT_SALT"].encode()
+        kw = from_env(env, ENV)
         kw["argocd"] = ArgoCDSettings.from_env(env)
-        return cls(**kw)  # type: ignore[arg-type]
+        return cls(**kw)
+
+
+ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "DRIFTGUARD_ANALYSIS_TOKEN": ("token", str),
+    "DRIFTGUARD_ANALYSIS_AUTH": ("auth", str.strip),
+    "DRIFTGUARD_PROMETHEUS_URL": ("prometheus_url", str),
+    "DRIFTGUARD_PROMETHEUS_TOKEN": ("prometheus_token", str),
+    "DRIFTGUARD_ANALYSIS_FREEZE_FILE": ("freeze_file", str),
+    "DRIFTGUARD_ARGOCD_CM_FILE": ("argocd_cm_file", str),
+    "DRIFTGUARD_ANALYSIS_TIMEOUT": ("timeout", float),
+    "DRIFTGUARD_ANALYSIS_CACHE_TTL": ("cache_ttl", float),
+    "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
+}

@@ -12,9 +12,6 @@ from __future__ import annotations
 import http.client
 import multiprocessing
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,12 +23,6 @@ sys.path.insert(0, str(ROOT))
 TOKEN = "bench-analysis-token-0123456789"
 DURATION = 5.0
 CLIENTS, THREADS = 2, 8
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _client(port: int, path: str, until: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
@@ -89,9 +80,10 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> int:
     from standins import argo_api
+    from standins.processes import free_port, start_gunicorn, stop
     from tests.notifier.conftest import drill_app
 
-    with argo_api.serve() as argo, tempfile.TemporaryDirectory():
+    with argo_api.serve() as argo, tempfile.TemporaryDirectory() as tmp:
         drill_app(argo)
         port = free_port()
         env = {
@@ -101,42 +93,15 @@ def main() -> int:
             "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
             "DRIFTGUARD_ANALYSIS_CACHE_TTL": "5",
         }
-        argv = [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "--threads",
-            "8",
-            "--worker-class",
-            "gthread",
-        ]
-        server = subprocess.Popen(
-            [*argv, "analysis_provider.app:create_app()"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
+        server = start_gunicorn(
+            "analysis_provider.app:create_app()", port, env, Path(tmp) / "gunicorn.log", threads=8
         )
         try:
-            deadline = time.time() + 20
-            while time.time() < deadline:
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-                    conn.request("GET", "/healthz")
-                    if conn.getresponse().status == 200:
-                        break
-                except OSError:
-                    time.sleep(0.1)
             path = "/v1/gates/drift?app=deepseek-inference"
             base_rps, base_lat, _ = load(port, "/healthz")
             rps, lat, errors = load(port, path)
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=20)
+            stop(server)
     print(
         f"GET {path} (cached, 2 gunicorn workers, {CLIENTS}x{THREADS} keep-alive clients on the same 2 cores, {DURATION:g} s)"
     )

@@ -11,6 +11,7 @@ import os
 import sys
 
 from driftguard.errors import DriftguardError
+from driftguard.service import exec_gunicorn
 
 __all__ = ["main"]
 
@@ -49,17 +50,5 @@ def main(argv: list[str] | None = None) -> int:
             f"driftguard-notifier: config ok: channels {', '.join(sorted(channels))}; {len(config.routes)} route(s)"
         )
         return 0
-    gunicorn = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--bind",
-        args.bind,
-        "--workers",
-        str(args.workers),
-        "--threads",
-        str(args.threads),
-    ]
-    gunicorn += ["--access-logfile", "-", "--graceful-timeout", "20", "notifier.app:create_app()"]
-    os.execv(sys.executable, gunicorn)  # noqa: S606 - fixed argv, no shell
+    exec_gunicorn("notifier.app:create_app()", bind=args.bind, workers=args.workers, threads=args.threads)
     return 0  # pragma: no cover

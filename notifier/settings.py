@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from driftguard.argocd import ArgoCDSettings
 from driftguard.errors import ConfigError
+from driftguard.service import boolean, check_auth, from_env, redact_salt_for
 
 __all__ = ["NotifierSettings"]
 
@@ -48,62 +49,34 @@ class NotifierSettings:
     argocd: ArgoCDSettings | None = None
 
     def __post_init__(self) -> None:
-        if self.auth not in ("token", "none"):
-            raise ConfigError("DRIFTGUARD_NOTIFIER_AUTH", f"must be `token` or `none`, got {self.auth!r}")
-        if self.auth == "token" and len(self.token) < 16:
-            raise ConfigError(
-                "DRIFTGUARD_NOTIFIER_TOKEN",
-                "is required (16+ characters); set DRIFTGUARD_NOTIFIER_AUTH=none only to run without authentication",
-            )
+        check_auth(self.auth, self.token, prefix="DRIFTGUARD_NOTIFIER")
         if self.lease < 1:
             raise ConfigError("DRIFTGUARD_NOTIFIER_LEASE", "must be at least 1 second")
         if self.max_body_bytes <= 0 or self.dedup_window < 0 or self.dead_letter_after <= 0:
             raise ConfigError("DRIFTGUARD_NOTIFIER_*", "sizes and durations must be positive")
         if not self.redact_salt:
-            salt = (
-                hashlib.sha256(b"driftguard-redact\0" + self.token.encode()).digest()
-                if self.token
-                else os.urandom(16)
-            )
-            object.__setattr__(self, "redact_salt", salt)
+            object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> NotifierSettings:
         env = os.environ if environ is None else environ
-        kw: dict[str, object] = {}
-        strings = {
-            "DRIFTGUARD_NOTIFIER_TOKEN": "token",
-            "DRIFTGUARD_NOTIFIER_AUTH": "auth",
-            "DRIFTGUARD_NOTIFIER_CONFIG": "config_file",
-            "DRIFTGUARD_NOTIFIER_TEMPLATES": "templates_dir",
-            "DRIFTGUARD_ARGOCD_CM_FILE": "argocd_cm_file",
-        }
-        for name, attr in strings.items():
-            if env.get(name):
-                kw[attr] = env[name].strip() if attr == "auth" else env[name]
-        if env.get("DRIFTGUARD_NOTIFIER_OUTBOX"):
-            kw["outbox"] = Path(env["DRIFTGUARD_NOTIFIER_OUTBOX"])
-        numbers = {
-            "DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES": ("max_body_bytes", int),
-            "DRIFTGUARD_NOTIFIER_DEDUP_WINDOW": ("dedup_window", float),
-            "DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER": ("dead_letter_after", float),
-            "DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL": ("recheck_interval", float),
-            "DRIFTGUARD_NOTIFIER_LEASE": ("lease", float),
-        }
-        for name, (attr, kind) in numbers.items():
-            if env.get(name):
-                try:
-                    kw[attr] = kind(env[name])
-                except ValueError as exc:
-                    raise ConfigError(name, f"not a number: {env[name]!r}") from exc
-        if env.get("DRIFTGUARD_REDACT_SALT"):
-            kw["redact_salt"] = env["DRIFTGUARD_REDACT_SALT"].encode()
-        if env.get("DRIFTGUARD_NOTIFIER_WORKER"):
-            kw["worker"] = env["DRIFTGUARD_NOTIFIER_WORKER"].strip().lower() not in (
-                "0",
-                "false",
-                "no",
-                "off",
-            )
+        kw = from_env(env, ENV)
         kw["argocd"] = ArgoCDSettings.from_env(env)
-        return cls(**kw)  # type: ignore[arg-type]
+        return cls(**kw)
+
+
+ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "DRIFTGUARD_NOTIFIER_TOKEN": ("token", str),
+    "DRIFTGUARD_NOTIFIER_AUTH": ("auth", str.strip),
+    "DRIFTGUARD_NOTIFIER_CONFIG": ("config_file", str),
+    "DRIFTGUARD_NOTIFIER_TEMPLATES": ("templates_dir", str),
+    "DRIFTGUARD_ARGOCD_CM_FILE": ("argocd_cm_file", str),
+    "DRIFTGUARD_NOTIFIER_OUTBOX": ("outbox", Path),
+    "DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES": ("max_body_bytes", int),
+    "DRIFTGUARD_NOTIFIER_DEDUP_WINDOW": ("dedup_window", float),
+    "DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER": ("dead_letter_after", float),
+    "DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL": ("recheck_interval", float),
+    "DRIFTGUARD_NOTIFIER_LEASE": ("lease", float),
+    "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
+    "DRIFTGUARD_NOTIFIER_WORKER": ("worker", boolean),
+}

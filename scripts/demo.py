@@ -17,8 +17,6 @@ import base64
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +32,8 @@ import requests  # noqa: E402
 
 from standins import argo_api, receivers  # noqa: E402
 from standins.drill import inference_desired, inference_live, managed_item, secret_desired, secret_live  # noqa: E402
+from standins.processes import free_port, stop  # noqa: E402
+from standins.processes import start_gunicorn as gunicorn  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "gitops"
 TOOLS = ROOT / ".tools" / "bin"
@@ -213,51 +213,6 @@ def part_one(work: Path, argo: argo_api.FakeArgo) -> None:
 # --- 2 and 3: the drill and the gate -----------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def gunicorn(app: str, port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    argv = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        "2",
-        "--threads",
-        "4",
-        app,
-    ]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            argv, env={**base_env(), **env}, stdout=out, stderr=out, start_new_session=True
-        )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except requests.ConnectionError:
-            time.sleep(0.1)
-        if proc.poll() is not None:
-            break
-    raise SystemExit(f"demo: {app} did not start; its log:\n{log.read_text()[-3000:]}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def scenario(argo: argo_api.FakeArgo, *, healed: bool) -> None:
     app = argo_api.application(
         "deepseek-inference",
@@ -371,7 +326,7 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
             }
         )
     )
-    argo_env = {"DRIFTGUARD_ARGOCD_URL": argo.url, "DRIFTGUARD_ARGOCD_TOKEN": argo.token}
+    argo_env = {**base_env(), "DRIFTGUARD_ARGOCD_URL": argo.url, "DRIFTGUARD_ARGOCD_TOKEN": argo.token}
     n_port, a_port = free_port(), free_port()
     notifier = gunicorn(
         "notifier.app:create_app()",

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from standins.http import running
 
 KUBE_APP = re.compile(r"^/apis/argoproj\.io/v1alpha1/namespaces/([^/]+)/applications/([^/]+)$")
 ARGO_APP = re.compile(r"^/api/v1/applications/([^/]+)$")
@@ -208,16 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
 def serve(fake: FakeArgo | None = None) -> Iterator[FakeArgo]:
     """Run the stand-in on 127.0.0.1 on a free port for the duration of the block."""
     fake = fake or FakeArgo()
-    handler = type("Handler", (_Handler,), {"fake": fake})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with running(type("Handler", (_Handler,), {"fake": fake})) as url:
+        fake.url = url
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def kubeconfig(url: str, token: str) -> str:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from standins.http import running
 
 
 @dataclass
@@ -61,12 +62,6 @@ class _Handler(BaseHTTPRequestHandler):
 @contextmanager
 def serve() -> Iterator[FakePrometheus]:
     fake = FakePrometheus()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Handler,), {"fake": fake}))
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with running(type("H", (_Handler,), {"fake": fake})) as url:
+        fake.url = url
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -12,8 +12,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from standins.http import running
 
 SUCCESS: dict[str, tuple[int, Any]] = {
     "/feishu": (200, {"code": 0, "msg": "success", "data": {}}),
@@ -83,12 +85,6 @@ class _Handler(BaseHTTPRequestHandler):
 @contextmanager
 def serve() -> Iterator[Receivers]:
     rx = Receivers()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Handler,), {"rx": rx}))
-    rx.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with running(type("H", (_Handler,), {"rx": rx})) as url:
+        rx.url = url
         yield rx
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import requests
 
 from standins.argo_api import FakeArgo
+from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
 
 from .conftest import PD_KEY, TOKEN, drill_app, notification
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start(tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers) -> subprocess.Popen[bytes]:
@@ -49,31 +41,7 @@ def start(tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers) -> subproces
         "DRIFTGUARD_ARGOCD_TIMEOUT": "1",
         "DRIFTGUARD_NOTIFIER_LEASE": "3",  # how long a killed process's claim blocks the work
     }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "notifier.app:create_app()",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "gunicorn.log", "ab"),  # noqa: SIM115
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("gunicorn did not become ready:\n" + (tmp_path / "gunicorn.log").read_text()[-2000:])
+    return start_gunicorn("notifier.app:create_app()", port, env, tmp_path / "gunicorn.log")
 
 
 def test_kill_9_loses_nothing_and_sends_nothing_twice(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
@@ -90,8 +58,7 @@ def test_kill_9_loses_nothing_and_sends_nothing_twice(tmp_path: Path, argo: Fake
         )
         assert resp.status_code == 202
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        stop(proc, kill=True)
     assert rx.captured == []
     argo.fail_with = None
     proc = start(tmp_path, port, argo, rx)
@@ -102,5 +69,4 @@ def test_kill_9_loses_nothing_and_sends_nothing_twice(tmp_path: Path, argo: Fake
         time.sleep(1.0)  # would a second worker send it again?
         assert sorted(c.path for c in rx.captured) == ["/feishu", "/pagerduty", "/slack"]
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+        stop(proc)

@@ -1,0 +1,63 @@
+"""Real service processes for tests, benchmarks and the demo: gunicorn on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+__all__ = ["free_port", "start_gunicorn", "stop"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_gunicorn(
+    app: str, port: int, env: dict[str, str], log: Path, *, workers: int = 2, threads: int = 4
+) -> subprocess.Popen[bytes]:
+    """Start ``gunicorn app`` in its own process group and wait until /healthz answers."""
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--worker-class",
+        "gthread",
+        app,
+    ]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    stop(proc)
+    raise RuntimeError(f"{app} did not start; its log:\n{log.read_text()[-3000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
+    """SIGTERM (or SIGKILL) the whole process group and wait for it."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
