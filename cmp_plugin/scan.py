@@ -39,7 +39,7 @@ _NOT_A_STRING = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Doc:
     """One resource of a render: identity, where it came from, and the object when it was parsed."""
 
@@ -264,10 +264,19 @@ def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
     return api, kind, name, meta.get("namespace", "")
 
 
+_PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9._/-]*")
+_YAML_WORDS = frozenset(
+    {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No", "NO",
+     "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "y", "Y", "n", "N"}
+)  # fmt: skip
+
+
 def _scalar(rest: str | None) -> str | None:
     """The string value of a simple scalar, or None when only a parser can say."""
     if rest is None:
         return None
+    if _PLAIN_WORD.fullmatch(rest) and rest not in _YAML_WORDS:
+        return rest  # the common case: apps/v1, Deployment, payment-api
     value = rest.strip()
     if " #" in value:
         value = value.split(" #", 1)[0].rstrip()

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from driftguard.errors import LimitExceeded, ManifestError
 
@@ -112,9 +112,11 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(frozen=True, order=True)
-class ResourceKey:
-    """A resource's identity the way Argo CD keys it: core group is "", cluster-scoped has no namespace."""
+class ResourceKey(NamedTuple):
+    """A resource's identity the way Argo CD keys it: core group is "", cluster-scoped has no namespace.
+
+    A named tuple: renders key thousands of resources, and tuples are built and hashed fastest.
+    """
 
     group: str
     kind: str
