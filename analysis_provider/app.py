@@ -40,7 +40,7 @@ from driftguard.windows import SyncWindow
 __all__ = ["create_app"]
 
 bp = Blueprint("gates", __name__)
-ALL_ARGS: dict[str, Arg] = {**APP_ARGS, **{k: v for k, v in SuccessRateGate.args.items()}}
+ALL_ARGS: dict[str, Arg] = {**APP_ARGS, **SuccessRateGate.args}
 
 
 class _Counters:

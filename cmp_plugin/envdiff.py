@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -116,17 +117,11 @@ def diff_revisions(
 
 
 def _relative(target: str, cwd: Path, root: Path) -> str:
-    path = (cwd / target).absolute() if not any(ch in target for ch in "*?[") else None
-    if path is not None:
-        try:
-            return (
-                str(path.relative_to(root.resolve()))
-                if path.is_relative_to(root.resolve())
-                else str(path.relative_to(root))
-            )
-        except ValueError as exc:
-            raise InputError(f"target {target} is outside the repository {root}") from exc
-    return str((cwd.resolve() / target).relative_to(root.resolve()))
+    """A target (path or glob, relative to where the user stands) relative to the repository root."""
+    where = Path(os.path.normpath(cwd.resolve() / target))
+    if not where.is_relative_to(root.resolve()):
+        raise InputError(f"target {target} is outside the repository {root}")
+    return str(where.relative_to(root.resolve()))
 
 
 def _environments(targets: list[str], tree: Path) -> dict[str, Environment]:

@@ -60,8 +60,6 @@ def _show(value: Any) -> str:
 
 def analyse(job: RenderJob) -> list[Finding]:
     """Every gating key of the chart at ``job.app_dir`` for the values this environment supplies."""
-    import yaml
-
     chart_dir = job.app_dir
     defaults = _chart_defaults(chart_dir)
     supplied: list[Any] = []
@@ -79,7 +77,6 @@ def analyse(job: RenderJob) -> list[Finding]:
         _, default = lookup(defaults, gate.key)
         _, value = lookup(effective, gate.key)
         findings.append(Finding(gate, explicit, default, value, _renders(gate, value)))
-    del yaml
     return findings
 
 

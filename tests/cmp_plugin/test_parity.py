@@ -152,3 +152,21 @@ def test_discover_and_parameters(generate: Generate, repo: Path) -> None:
     }
     assert by_name["allow-empty"]["string"] == "false"
     assert by_name["include-crds"]["string"] == "true"
+
+
+def test_kustomize_load_restrictor_parameter(generate: Generate, repo: Path) -> None:
+    overlay = repo / "overlays" / "loose"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources:\n  - ../base/service.yaml\n"
+    )  # a file outside the overlay
+    refused = generate("overlays/loose")
+    assert refused.returncode == 2 and refused.stderr.startswith("driftguard: error: kustomize build failed")
+    assert "security" in refused.stderr or "restrict" in refused.stderr.lower()
+    proc = generate(
+        "overlays/loose", [{"name": "kustomize-load-restrictor", "string": "LoadRestrictionsNone"}]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == bare(
+        [KUBECTL, "kustomize", ".", "--load-restrictor", "LoadRestrictionsNone"], overlay
+    )
