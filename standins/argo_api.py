@@ -104,6 +104,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _answer(self, found: dict[str, Any] | None, what: str, *, kube: bool = False) -> None:
+        """200 with the object, or 404 as the kube-apiserver (a Status) or Argo CD (a gRPC-gateway error) says it."""
+        if found is not None:
+            self._send(200, found)
+        elif kube:
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "reason": "NotFound",
+                "code": 404,
+            }
+            self._send(404, {**status, "message": f"{what} not found"})
+        else:
+            self._send(404, {"error": "not found", "code": 5, "message": f"{what} not found"})
+
     def do_GET(self) -> None:
         fake = self.fake
         url = urlparse(self.path)
@@ -130,77 +146,31 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
             return
+        ns = query.get("appNamespace", "argocd")
         m = KUBE_APP.match(url.path)
         if m:
-            app = fake.apps.get((m.group(1), m.group(2)))
-            if app is None:
-                self._send(
-                    404,
-                    {
-                        "kind": "Status",
-                        "apiVersion": "v1",
-                        "status": "Failure",
-                        "reason": "NotFound",
-                        "code": 404,
-                        "message": f'applications.argoproj.io "{m.group(2)}" not found',
-                    },
-                )
-            else:
-                self._send(200, app)
+            self._answer(
+                fake.apps.get((m.group(1), m.group(2))), f'applications.argoproj.io "{m.group(2)}"', kube=True
+            )
             return
         m = ARGO_PROJECT.match(url.path)
         if m:
-            project = fake.projects.get(m.group(1)) or (
-                {
-                    "apiVersion": "argoproj.io/v1alpha1",
-                    "kind": "AppProject",
-                    "metadata": {"name": m.group(1), "namespace": "argocd"},
-                    "spec": {},
-                }
-                if m.group(1) == "default"
-                else None
-            )
-            if project is None:
-                self._send(
-                    404,
-                    {
-                        "error": "not found",
-                        "code": 5,
-                        "message": f'appprojects.argoproj.io "{m.group(1)}" not found',
-                    },
-                )
-            else:
-                self._send(200, project)
+            default = {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "AppProject",
+                "metadata": {"name": "default", "namespace": "argocd"},
+                "spec": {},
+            }
+            found = fake.projects.get(m.group(1)) or (default if m.group(1) == "default" else None)
+            self._answer(found, f'appprojects.argoproj.io "{m.group(1)}"')
             return
         m = ARGO_MANAGED.match(url.path)
         if m:
-            key = (query.get("appNamespace", "argocd"), m.group(1))
-            if key not in fake.managed:
-                self._send(
-                    404,
-                    {
-                        "error": "not found",
-                        "code": 5,
-                        "message": f'applications.argoproj.io "{m.group(1)}" not found',
-                    },
-                )
-            else:
-                self._send(200, fake.managed[key])
+            self._answer(fake.managed.get((ns, m.group(1))), f'applications.argoproj.io "{m.group(1)}"')
             return
         m = ARGO_APP.match(url.path)
         if m:
-            app = fake.apps.get((query.get("appNamespace", "argocd"), m.group(1)))
-            if app is None:
-                self._send(
-                    404,
-                    {
-                        "error": "not found",
-                        "code": 5,
-                        "message": f'applications.argoproj.io "{m.group(1)}" not found',
-                    },
-                )
-            else:
-                self._send(200, app)
+            self._answer(fake.apps.get((ns, m.group(1))), f'applications.argoproj.io "{m.group(1)}"')
             return
         self._send(404, {"error": "no such route", "code": 5})
 
