@@ -80,8 +80,8 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> int:
     from standins import argo_api
+    from standins.drill import serve_drill as drill_app
     from standins.processes import free_port, start_gunicorn, stop
-    from tests.notifier.conftest import drill_app
 
     with argo_api.serve() as argo, tempfile.TemporaryDirectory() as tmp:
         drill_app(argo)

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import requests  # noqa: E402
 
 from standins import argo_api, receivers  # noqa: E402
-from standins.drill import inference_desired, inference_live, managed_item, secret_desired, secret_live  # noqa: E402
+from standins.drill import serve_drill  # noqa: E402
 from standins.processes import free_port, stop  # noqa: E402
 from standins.processes import start_gunicorn as gunicorn  # noqa: E402
 
@@ -214,35 +214,14 @@ def part_one(work: Path, argo: argo_api.FakeArgo) -> None:
 
 
 def scenario(argo: argo_api.FakeArgo, *, healed: bool) -> None:
-    app = argo_api.application(
-        "deepseek-inference",
-        resources=[
-            ("apps", "Deployment", "ai-serving", "deepseek-inference"),
-            ("", "Secret", "ai-serving", "inference-db"),
-        ],
+    serve_drill(
+        argo,
+        patched=not healed,
+        secret_changed=not healed,
         sync="Synced" if healed else "OutOfSync",
-        dest_namespace="ai-serving",
+        secret=("db-password-from-vault", "rotated-by-hand-0451"),
+        ignore_replicas=True,
     )
-    app["spec"]["destination"]["name"] = "gpu-prod-1"
-    app["spec"]["ignoreDifferences"] = [
-        {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]}
-    ]
-    if healed:
-        app["status"]["operationState"] = {
-            "phase": "Succeeded",
-            "message": "successfully synced (all tasks run)",
-        }
-    argo.put(app)
-    live = inference_live(patched=not healed, gpu="2" if healed else "4")
-    secret = secret_live(
-        base64.b64encode(b"db-password-from-vault" if healed else b"rotated-by-hand-0451").decode()
-    )
-    argo.managed[("argocd", "deepseek-inference")] = {
-        "items": [
-            managed_item(inference_desired(), live),
-            managed_item(secret_desired("db-password-from-vault"), secret),
-        ]
-    }
 
 
 def notify(port: int, trigger: str, sync: str) -> float:

@@ -216,3 +216,52 @@ def managed_item(desired: dict[str, Any] | None, live: dict[str, Any] | None) ->
         "hook": False,
         "resourceVersion": (live or {}).get("metadata", {}).get("resourceVersion", ""),
     }
+
+
+def serve_drill(
+    fake: Any,
+    *,
+    patched: bool = True,
+    secret_changed: bool = True,
+    sync: str = "OutOfSync",
+    secret: tuple[str, str] = ("db-PLANTED-password", "rotated-PLANTED-secret"),
+    ignore_replicas: bool = False,
+) -> None:
+    """Put the drill on an Argo CD stand-in: the Application and its managed resources.
+
+    ``patched``: the GPU limit is 4 by kubectl-patch (else 2, as Git says); ``secret_changed``: the
+    Secret holds ``secret[1]`` by kubectl-edit (else ``secret[0]``, as Git says); replicas by the
+    HPA and server defaults are always there.
+    """
+    import base64
+
+    from standins.argo_api import application
+
+    app = application(
+        "deepseek-inference",
+        resources=[
+            ("apps", "Deployment", "ai-serving", "deepseek-inference"),
+            ("", "Secret", "ai-serving", "inference-db"),
+        ],
+        sync=sync,
+        dest_namespace="ai-serving",
+    )
+    app["spec"]["destination"]["name"] = "gpu-prod-1"
+    if ignore_replicas:
+        app["spec"]["ignoreDifferences"] = [
+            {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]}
+        ]
+    if sync == "Synced":
+        app["status"]["operationState"] = {
+            "phase": "Succeeded",
+            "message": "successfully synced (all tasks run)",
+        }
+    fake.put(app)
+    live = inference_live(patched=patched, gpu="4" if patched else "2")
+    held = secret[1] if secret_changed else secret[0]
+    fake.managed[("argocd", "deepseek-inference")] = {
+        "items": [
+            managed_item(inference_desired(), live),
+            managed_item(secret_desired(secret[0]), secret_live(base64.b64encode(held.encode()).decode())),
+        ]
+    }

@@ -14,13 +14,7 @@ from notifier.app import create_app
 from notifier.config import NotifierConfig, parse_config
 from notifier.settings import NotifierSettings
 from standins import argo_api, receivers
-from standins.drill import (
-    inference_desired,
-    inference_live,
-    managed_item,
-    secret_desired,
-    secret_live,
-)
+from standins.drill import serve_drill
 
 TOKEN = "notifier-test-token-0123456789"
 PD_KEY = "0123456789abcdef0123456789abcdef"
@@ -42,29 +36,7 @@ def drill_app(
     fake: argo_api.FakeArgo, *, patched: bool = True, secret_changed: bool = True, sync: str = "OutOfSync"
 ) -> None:
     """The reference drill: GPU 2 -> 4 by kubectl-patch, replicas by the HPA, defaults, a Secret edited."""
-    import base64
-
-    app = argo_api.application(
-        "deepseek-inference",
-        resources=[
-            ("apps", "Deployment", "ai-serving", "deepseek-inference"),
-            ("", "Secret", "ai-serving", "inference-db"),
-        ],
-        sync=sync,
-        dest_namespace="ai-serving",
-    )
-    app["spec"]["destination"]["name"] = "gpu-prod-1"
-    fake.put(app)
-    live = inference_live(patched=patched, gpu="4" if patched else "2")
-    secret_l = secret_live(
-        base64.b64encode(b"rotated-PLANTED-secret" if secret_changed else b"db-PLANTED-password").decode()
-    )
-    fake.managed[("argocd", "deepseek-inference")] = {
-        "items": [
-            managed_item(inference_desired(), live),
-            managed_item(secret_desired("db-PLANTED-password"), secret_l),
-        ]
-    }
+    serve_drill(fake, patched=patched, secret_changed=secret_changed, sync=sync)
 
 
 def make_config(rx: receivers.Receivers, **extra: Any) -> NotifierConfig:
