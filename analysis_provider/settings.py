@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driftguard.argocd import ArgoCDSettings
+from driftguard.env import from_env
 from driftguard.errors import ConfigError
-from driftguard.service import check_auth, from_env, redact_salt_for
+from driftguard.service import check_auth, redact_salt_for
 
 __all__ = ["AnalysisSettings"]
 

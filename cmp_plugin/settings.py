@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from driftguard.env import boolean, from_env, positive
 from driftguard.errors import ConfigError
 
 __all__ = ["CmpSettings"]
@@ -50,39 +52,13 @@ class CmpSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
         env = os.environ if environ is None else environ
-        kwargs: dict[str, object] = {}
-        if env.get("DRIFTGUARD_HELM"):
-            kwargs["helm"] = env["DRIFTGUARD_HELM"]
-        if env.get("DRIFTGUARD_KUSTOMIZE"):
-            kwargs["kustomize"] = env["DRIFTGUARD_KUSTOMIZE"]
-        if env.get("DRIFTGUARD_CMP_TIMEOUT"):
-            kwargs["timeout"] = _positive(env, "DRIFTGUARD_CMP_TIMEOUT", float)
-        if env.get("DRIFTGUARD_CMP_MAX_OUTPUT_BYTES"):
-            kwargs["max_output_bytes"] = int(_positive(env, "DRIFTGUARD_CMP_MAX_OUTPUT_BYTES", int))
-        if env.get("DRIFTGUARD_CMP_STRAY_PATTERNS"):
-            kwargs["stray_patterns"] = tuple(
-                p.strip() for p in env["DRIFTGUARD_CMP_STRAY_PATTERNS"].split(",") if p.strip()
-            )
-        if env.get("DRIFTGUARD_CMP_CACHE_DIR"):
-            kwargs["cache_dir"] = Path(env["DRIFTGUARD_CMP_CACHE_DIR"])
-        if env.get("DRIFTGUARD_CMP_BASELINE_REQUIRED"):
-            kwargs["baseline_required"] = _bool(env, "DRIFTGUARD_CMP_BASELINE_REQUIRED")
-        if env.get("DRIFTGUARD_CMP_BASELINE_TIMEOUT"):
-            kwargs["baseline_timeout"] = _positive(env, "DRIFTGUARD_CMP_BASELINE_TIMEOUT", float)
-        for name, attr in (
-            ("DRIFTGUARD_KUBECONFIG", "kubeconfig"),
-            ("DRIFTGUARD_ARGOCD_NAMESPACE", "argocd_namespace"),
-            ("DRIFTGUARD_ARGOCD_URL", "argocd_url"),
-            ("DRIFTGUARD_ARGOCD_TOKEN", "argocd_token"),
-        ):
-            if env.get(name):
-                kwargs[attr] = env[name]
+        kwargs = from_env(env, ENV)
         url = str(kwargs.get("argocd_url", ""))
         if url and not url.startswith(("https://", "http://")):
             raise ConfigError("DRIFTGUARD_ARGOCD_URL", f"must start with https:// (got {url!r})")
         if url and not kwargs.get("argocd_token"):
             raise ConfigError("DRIFTGUARD_ARGOCD_TOKEN", "is required when DRIFTGUARD_ARGOCD_URL is set")
-        return cls(**kwargs)  # type: ignore[arg-type]
+        return cls(**kwargs)
 
     def helm_path(self) -> str:
         """The helm binary, or a ConfigError naming the setting."""
@@ -103,20 +79,21 @@ class CmpSettings:
         return [found, "kustomize"] if Path(found).name.startswith("kubectl") else [found, "build"]
 
 
-def _bool(env: Mapping[str, str], name: str) -> bool:
-    value = env[name].strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(name, f"must be true or false, got {env[name]!r}")
+def _patterns(raw: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
 
 
-def _positive(env: Mapping[str, str], name: str, kind: type) -> float:
-    try:
-        value = float(kind(env[name]))
-    except ValueError as exc:
-        raise ConfigError(name, f"not a number: {env[name]!r}") from exc
-    if value <= 0:
-        raise ConfigError(name, "must be greater than 0")
-    return value
+ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "DRIFTGUARD_HELM": ("helm", str),
+    "DRIFTGUARD_KUSTOMIZE": ("kustomize", str),
+    "DRIFTGUARD_CMP_TIMEOUT": ("timeout", positive(float)),
+    "DRIFTGUARD_CMP_MAX_OUTPUT_BYTES": ("max_output_bytes", positive(int)),
+    "DRIFTGUARD_CMP_STRAY_PATTERNS": ("stray_patterns", _patterns),
+    "DRIFTGUARD_CMP_CACHE_DIR": ("cache_dir", Path),
+    "DRIFTGUARD_CMP_BASELINE_REQUIRED": ("baseline_required", boolean),
+    "DRIFTGUARD_CMP_BASELINE_TIMEOUT": ("baseline_timeout", positive(float)),
+    "DRIFTGUARD_KUBECONFIG": ("kubeconfig", str),
+    "DRIFTGUARD_ARGOCD_NAMESPACE": ("argocd_namespace", str),
+    "DRIFTGUARD_ARGOCD_URL": ("argocd_url", str),
+    "DRIFTGUARD_ARGOCD_TOKEN": ("argocd_token", str),
+}

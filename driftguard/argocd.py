@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from driftguard.env import boolean, from_env
 from driftguard.errors import ConfigError, NotFound, UpstreamTimeout, UpstreamUnavailable
 
 __all__ = ["ArgoCDClient", "ArgoCDSettings", "ManagedResource"]
@@ -54,30 +56,8 @@ class ArgoCDSettings:
     """Argo CD's control-plane namespace (DRIFTGUARD_ARGOCD_NAMESPACE)."""
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | Any) -> ArgoCDSettings:
-        kwargs: dict[str, Any] = {}
-        for name, attr in (
-            ("URL", "url"),
-            ("TOKEN", "token"),
-            ("CA_FILE", "ca_file"),
-            ("NAMESPACE", "namespace"),
-        ):
-            if env.get(f"DRIFTGUARD_ARGOCD_{name}"):
-                kwargs[attr] = env[f"DRIFTGUARD_ARGOCD_{name}"]
-        if env.get("DRIFTGUARD_ARGOCD_INSECURE"):
-            kwargs["insecure"] = env["DRIFTGUARD_ARGOCD_INSECURE"].strip().lower() in (
-                "1",
-                "true",
-                "yes",
-                "on",
-            )
-        for name, attr, kind in (("TIMEOUT", "timeout", float), ("RETRIES", "retries", int)):
-            if env.get(f"DRIFTGUARD_ARGOCD_{name}"):
-                try:
-                    kwargs[attr] = kind(env[f"DRIFTGUARD_ARGOCD_{name}"])
-                except ValueError as exc:
-                    raise ConfigError(f"DRIFTGUARD_ARGOCD_{name}", "not a number") from exc
-        settings = cls(**kwargs)
+    def from_env(cls, env: Mapping[str, str]) -> ArgoCDSettings:
+        settings = cls(**from_env(env, ENV))
         settings.validate()
         return settings
 
@@ -95,6 +75,17 @@ class ArgoCDSettings:
             )
         if self.timeout <= 0:
             raise ConfigError("DRIFTGUARD_ARGOCD_TIMEOUT", "must be greater than 0")
+
+
+ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "DRIFTGUARD_ARGOCD_URL": ("url", str),
+    "DRIFTGUARD_ARGOCD_TOKEN": ("token", str),
+    "DRIFTGUARD_ARGOCD_CA_FILE": ("ca_file", str),
+    "DRIFTGUARD_ARGOCD_NAMESPACE": ("namespace", str),
+    "DRIFTGUARD_ARGOCD_INSECURE": ("insecure", boolean),
+    "DRIFTGUARD_ARGOCD_TIMEOUT": ("timeout", float),
+    "DRIFTGUARD_ARGOCD_RETRIES": ("retries", int),
+}
 
 
 class ArgoCDClient:

@@ -17,7 +17,7 @@ import copy
 import fnmatch
 import multiprocessing
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -229,10 +229,6 @@ class IgnoreRules:
                     raise InputError(
                         f"{rule.origin}: jqPathExpression {expression!r} does not compile: {exc}"
                     ) from exc
-
-    @classmethod
-    def of(cls, *groups: Iterable[IgnoreRule], jq_timeout: float = 1.0) -> IgnoreRules:
-        return cls([r for g in groups for r in g], jq_timeout=jq_timeout)
 
     def matching(self, group: str, kind: str, name: str, namespace: str) -> list[IgnoreRule]:
         return [r for r in self.rules if r.matches(group, kind, name, namespace)]

@@ -1,45 +1,14 @@
-"""What the two HTTP services share, without importing Flask: env settings, the token rule, gunicorn."""
+"""What the two HTTP services share, without importing Flask: the token rule, the redaction salt, gunicorn."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
 
 from driftguard.errors import ConfigError
 
-__all__ = ["check_auth", "exec_gunicorn", "from_env", "redact_salt_for"]
-
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
-def from_env(
-    env: Mapping[str, str], fields: Mapping[str, tuple[str, Callable[[str], Any]]]
-) -> dict[str, Any]:
-    """``{attr: value}`` for each set variable in ``fields`` (NAME -> (attr, convert)); a bad value names NAME."""
-    out: dict[str, Any] = {}
-    for name, (attr, convert) in fields.items():
-        raw = env.get(name)
-        if raw is None or raw == "":
-            continue
-        try:
-            out[attr] = convert(raw)
-        except ValueError as exc:
-            raise ConfigError(name, f"cannot use {raw!r}: {exc}") from exc
-    return out
-
-
-def boolean(raw: str) -> bool:
-    """true/false, yes/no, on/off, 1/0."""
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError("expected true or false")
+__all__ = ["check_auth", "exec_gunicorn", "redact_salt_for"]
 
 
 def check_auth(auth: str, token: str, *, prefix: str) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from driftguard.argocd import ArgoCDSettings
+from driftguard.env import boolean, from_env
 from driftguard.errors import ConfigError
-from driftguard.service import boolean, check_auth, from_env, redact_salt_for
+from driftguard.service import check_auth, redact_salt_for
 
 __all__ = ["NotifierSettings"]
 

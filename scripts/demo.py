@@ -289,6 +289,17 @@ def show_pd(event: dict[str, Any]) -> None:
     print("    └")
 
 
+def ask_gate(port: int) -> requests.Response:
+    """What the canary's AnalysisRun asks the analysis provider, shown as it answers."""
+    gate = requests.get(
+        f"http://127.0.0.1:{port}/v1/gates/drift?app=deepseek-inference",
+        headers={"Authorization": f"Bearer {ANALYSIS_TOKEN}"},
+        timeout=10,
+    )
+    show(json.dumps(gate.json(), indent=2, ensure_ascii=False))
+    return gate
+
+
 def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers) -> None:
     title("2. The drill")
     config = work / "notifier.yaml"
@@ -365,12 +376,7 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
 
         title("3. The gate")
         step("The canary's AnalysisRun asks: GET /v1/gates/drift?app=deepseek-inference")
-        gate = requests.get(
-            f"http://127.0.0.1:{a_port}/v1/gates/drift?app=deepseek-inference",
-            headers={"Authorization": f"Bearer {ANALYSIS_TOKEN}"},
-            timeout=10,
-        )
-        show(json.dumps(gate.json(), indent=2, ensure_ascii=False))
+        gate = ask_gate(a_port)
         check(
             "the drift gate answers fail while the drift stands (HTTP 200, ok: false)",
             gate.status_code == 200 and gate.json()["verdict"] == "fail",
@@ -383,12 +389,7 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
         resolved = [c for c in rx.captured[before:] if c.path == "/pagerduty"]
         if resolved:
             show_pd(resolved[0].json())
-        gate = requests.get(
-            f"http://127.0.0.1:{a_port}/v1/gates/drift?app=deepseek-inference",
-            headers={"Authorization": f"Bearer {ANALYSIS_TOKEN}"},
-            timeout=10,
-        )
-        show(json.dumps(gate.json(), indent=2, ensure_ascii=False))
+        gate = ask_gate(a_port)
         check(
             "the gate answers pass and PagerDuty gets its resolve with the same dedup_key",
             gate.json()["verdict"] == "pass"
