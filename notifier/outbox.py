@@ -6,10 +6,18 @@ expansion cannot queue it twice), ``sent`` (fingerprints for the dedup window), 
 (apps with open drift: re-checked, resolved when back in sync) and ``metrics`` (counters and the
 latency histogram, shared by every process). Work is claimed with a lease inside ``BEGIN
 IMMEDIATE`` transactions: a crashed worker's lease runs out and another process takes the work.
+
+Start-up: gunicorn's workers open the file at the same moment. Switching a fresh file to WAL is
+not covered by SQLite's busy timeout (two connections that both read the header and then both
+ask for the exclusive lock: one gets "database is locked" at once), which made a worker fail to
+boot and gunicorn halt. So the schema and the journal mode are set once, under an exclusive
+``flock`` on ``<outbox>.lock`` beside the file; WAL is a property of the file, so the per-thread
+connections opened later never touch the journal mode again.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sqlite3
@@ -21,6 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from driftguard.errors import ConfigError
 
 __all__ = ["LATENCY_BUCKETS", "Claimed", "Outbox"]
 
@@ -62,16 +72,24 @@ class Outbox:
         self.lease = lease
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._db().executescript(SCHEMA)  # IF NOT EXISTS: safe when several processes start at once
+        with self.path.with_name(self.path.name + ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even on error
+            db = self._db()
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise ConfigError(
+                    "DRIFTGUARD_NOTIFIER_OUTBOX",
+                    f"{self.path}: SQLite would not use WAL (journal mode {mode!r}); put the outbox on a local volume",
+                )
+            db.executescript(SCHEMA)
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=True)
             db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
             db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
             self._local.db = db
         return db
 

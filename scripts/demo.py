@@ -396,6 +396,12 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
             and bool(resolved)
             and resolved[0].json()["event_action"] == "resolve",
         )
+    except BaseException:
+        # The services' own words are the fastest way to the cause; the temp dir goes with us.
+        for log in ("notifier.log", "analysis.log"):
+            if (work / log).is_file():
+                print(f"\n--- last lines of {log} ---\n" + (work / log).read_text()[-3000:], file=sys.stderr)
+        raise
     finally:
         stop(notifier)
         if analysis is not None:
