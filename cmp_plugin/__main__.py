@@ -1,7 +1,5 @@
 """``python -m cmp_plugin``."""
 
-import sys
+from cmp_plugin.cli import run
 
-from cmp_plugin.cli import main
-
-sys.exit(main())
+run()

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from cmp_plugin.params import ARRAY, MAP, PARAMETERS, by_name, env_name, param_env_prefix
 from driftguard.errors import InputError
@@ -25,9 +25,8 @@ __all__ = ["AppEnv", "parse_parameters"]
 ENV_PREFIX = "ARGOCD_ENV_DRIFTGUARD_"
 
 
-@dataclass(frozen=True)
-class AppEnv:
-    """One CMP invocation's context."""
+class AppEnv(NamedTuple):
+    """One CMP invocation's context (a NamedTuple: read before the renderer starts; see params.Param)."""
 
     app_name: str = ""
     app_namespace: str = ""
@@ -36,10 +35,10 @@ class AppEnv:
     repo_url: str = ""
     kube_version: str = ""
     api_versions: tuple[str, ...] = ()
-    params: dict[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = MappingProxyType({})
     explicit: frozenset[str] = frozenset()
     """Parameters the Application (or the plugin env) set, as opposed to defaults."""
-    env: dict[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = MappingProxyType({})
     """The ARGOCD_ENV_* variables, prefix removed (for information; never passed to a shell)."""
 
     @property

@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.settings import CmpSettings
@@ -26,8 +25,7 @@ APPROVE_ANNOTATION = "driftguard.io/approve-prune"
 _SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
-@dataclass(frozen=True)
-class Baseline:
+class Baseline(NamedTuple):
     """The resources an Application manages now, where that came from, and its prune approval."""
 
     keys: frozenset[ResourceKey]
@@ -83,14 +81,8 @@ def remember(env: AppEnv, settings: CmpSettings, keys: list[ResourceKey]) -> Non
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps(
-                {
-                    "revision": env.revision,
-                    "keys": sorted([k.group, k.kind, k.namespace, k.name] for k in set(keys)),
-                }
-            )
-        )
+        # unsorted and compact: this runs on every render, and order does not matter to fetch()
+        tmp.write_text(json.dumps({"revision": env.revision, "keys": list(set(keys))}, separators=(",", ":")))
         tmp.replace(path)
     except OSError:
         pass  # a cache that cannot be written only weakens the last-resort baseline

@@ -9,6 +9,7 @@ Argo CD syncs and prunes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from driftguard.errors import ConfigError, DriftguardError, GuardRefusal, Render
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["format_failure", "main"]
+__all__ = ["format_failure", "main", "run"]
 
 MAX_DETAIL_LINES = 30
 EXIT_REFUSED = 3
@@ -42,6 +43,24 @@ def main(argv: list[str] | None = None) -> int:
     except (DriftguardError, OSError) as exc:
         sys.stderr.write(format_failure(exc))
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
+
+
+def run() -> None:
+    """The console script: ``main()``, then leave without tearing the interpreter down.
+
+    Argo CD runs ``generate`` on every manifest refresh, and unloading the ~200 modules a render
+    imports cost ~12 ms at exit, a quarter of a small chart's render (bench/cmp_overhead.py). Both
+    streams are flushed first, and no command leaves work in another thread when main() returns
+    (a baseline lookup still waiting past its timeout is abandoned, as it should be).
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away: what it got is incomplete
+        code = code or EXIT_ERROR
+    with contextlib.suppress(BrokenPipeError):
+        sys.stderr.flush()
+    os._exit(code)
 
 
 def build_parser() -> argparse.ArgumentParser:

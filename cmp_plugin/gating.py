@@ -12,9 +12,8 @@ references in the conditions (inside ``and``, ``or``, ``not``, ``eq``, ``ne``, `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from driftguard.manifests import safe_load
 
@@ -32,8 +31,7 @@ _OPENERS = ("if", "with", "range", "define", "block")
 _BUILTIN_DOTS = {"Values", "Release", "Chart", "Capabilities", "Template", "Files"}
 
 
-@dataclass(frozen=True)
-class Gate:
+class Gate(NamedTuple):
     """A values key that gates resource content."""
 
     key: str
@@ -49,16 +47,18 @@ class Gate:
     """``Kind name`` of each resource in the gated block, as written in the template."""
 
 
-@dataclass
 class _Block:
-    keyword: str
-    line: int
-    start: int
-    refs: list[str]
-    condition: str
-    dot: str | None
-    branches: list[tuple[int, int, list[str], str, str]] = field(default_factory=list)
-    """(start, line, refs, keyword, condition) of each ``else if`` / ``else`` branch."""
+    """An open ``if``/``with``/``range``/``define``/``block`` while a template is read."""
+
+    __slots__ = ("branches", "condition", "dot", "keyword", "line", "refs", "start")
+
+    def __init__(
+        self, keyword: str, line: int, start: int, refs: list[str], condition: str, dot: str | None
+    ) -> None:
+        self.keyword, self.line, self.start = keyword, line, start
+        self.refs, self.condition, self.dot = refs, condition, dot
+        self.branches: list[tuple[int, int, list[str], str, str]] = []
+        """(start, line, refs, keyword, condition) of each ``else if`` / ``else`` branch."""
 
 
 def find_gates(chart_dir: Path) -> list[Gate]:

@@ -1,13 +1,15 @@
-"""The CMP's own settings: one frozen object, read once from ``DRIFTGUARD_*`` variables."""
+"""The CMP's own settings: one frozen object, read once from ``DRIFTGUARD_*`` variables.
+
+A NamedTuple rather than a dataclass, like everything ``generate`` needs before the renderer
+starts (see ``cmp_plugin/params.py``).
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from driftguard.env import boolean, from_env, positive
 from driftguard.errors import ConfigError
@@ -17,8 +19,7 @@ __all__ = ["CmpSettings"]
 DEFAULT_STRAY = ("helm-rendered", "kustomize-build", "*.local.yaml", "*.local.yml")
 
 
-@dataclass(frozen=True)
-class CmpSettings:
+class CmpSettings(NamedTuple):
     """Settings for the render pipeline; every field has a default that fits a repo-server sidecar."""
 
     helm: str = ""
@@ -31,10 +32,10 @@ class CmpSettings:
     """Largest render accepted (DRIFTGUARD_CMP_MAX_OUTPUT_BYTES)."""
     stray_patterns: tuple[str, ...] = DEFAULT_STRAY
     """Paths that mark committed render output (DRIFTGUARD_CMP_STRAY_PATTERNS, comma-separated, replaces the default)."""
-    scratch_root: Path = field(default_factory=lambda: Path(os.environ.get("TMPDIR") or "/tmp"))  # noqa: S108
-    """Where each render gets its private scratch directory (helm homes, inline values): the sidecar's /tmp."""
-    cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("TMPDIR") or "/tmp") / "driftguard")  # noqa: S108
-    """Where the last good render of each app is kept as a shrink baseline (DRIFTGUARD_CMP_CACHE_DIR)."""
+    scratch_root: Path = Path("/tmp")  # noqa: S108
+    """Where each render gets its private scratch directory (helm homes, inline values): the sidecar's /tmp ($TMPDIR)."""
+    cache_dir: Path = Path("/tmp/driftguard")  # noqa: S108
+    """Where the last good render of each app is kept as a shrink baseline (DRIFTGUARD_CMP_CACHE_DIR; default $TMPDIR/driftguard)."""
 
     baseline_required: bool = False
     """Refuse when no shrink baseline can be read (DRIFTGUARD_CMP_BASELINE_REQUIRED); default: warn and pass."""
@@ -46,13 +47,16 @@ class CmpSettings:
     """Argo CD's control-plane namespace, where Applications live by default (DRIFTGUARD_ARGOCD_NAMESPACE)."""
     argocd_url: str = ""
     """Argo CD API base URL, the second baseline source (DRIFTGUARD_ARGOCD_URL)."""
-    argocd_token: str = field(default="", repr=False)
-    """Argo CD API token with `get` on applications (DRIFTGUARD_ARGOCD_TOKEN)."""
+    argocd_token: str = ""
+    """Argo CD API token with `get` on applications (DRIFTGUARD_ARGOCD_TOKEN); never shown by repr()."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
         env = os.environ if environ is None else environ
         kwargs = from_env(env, ENV)
+        tmp = Path(env.get("TMPDIR") or "/tmp")  # noqa: S108
+        kwargs.setdefault("scratch_root", tmp)
+        kwargs.setdefault("cache_dir", tmp / "driftguard")
         url = str(kwargs.get("argocd_url", ""))
         if url and not url.startswith(("https://", "http://")):
             raise ConfigError("DRIFTGUARD_ARGOCD_URL", f"must start with https:// (got {url!r})")
@@ -60,9 +64,20 @@ class CmpSettings:
             raise ConfigError("DRIFTGUARD_ARGOCD_TOKEN", "is required when DRIFTGUARD_ARGOCD_URL is set")
         return cls(**kwargs)
 
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k}={'***' if k == 'argocd_token' and v else v!r}" for k, v in self._asdict().items()
+        )
+        return f"CmpSettings({shown})"
+
     def helm_path(self) -> str:
         """The helm binary, or a ConfigError naming the setting."""
-        found = self.helm or shutil.which("helm")
+        if self.helm:
+            found: str | None = self.helm
+        else:
+            import shutil  # only when searching PATH: it is a few ms to import
+
+            found = shutil.which("helm")
         if not found or not Path(found).is_file():
             raise ConfigError(
                 "DRIFTGUARD_HELM", f"helm not found ({self.helm or 'not on PATH'}); set it to the helm binary"
@@ -71,6 +86,8 @@ class CmpSettings:
 
     def kustomize_argv(self) -> list[str]:
         """``[kustomize, build]`` or ``[kubectl, kustomize]``, or a ConfigError naming the setting."""
+        import shutil
+
         found = self.kustomize or shutil.which("kustomize") or shutil.which("kubectl")
         if not found or not Path(found).is_file():
             raise ConfigError(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLUSTER_SCOPED",
+    "DOC_START",
     "Document",
     "Limits",
     "ResourceKey",
@@ -58,7 +58,7 @@ def _loader() -> type[yaml.SafeLoader]:
 
 # A document-start marker: '---' at column 0 followed by whitespace or the end of the line. Matched
 # after a newline (the stream gets one prepended) so that the engine jumps between newlines.
-_DOC_START = re.compile(r"\n---(?=[ \t\r\n]|$)")
+DOC_START = re.compile(r"\n---(?=[ \t\r\n]|$)")
 
 # Kinds Kubernetes serves cluster-scoped (group, kind). CRDs in the same stream add theirs.
 CLUSTER_SCOPED: frozenset[tuple[str, str]] = frozenset(
@@ -95,8 +95,7 @@ CLUSTER_SCOPED: frozenset[tuple[str, str]] = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """Ceilings for one manifest stream; every field has a default that fits real renders."""
 
     max_bytes: int = 64 * 1024 * 1024
@@ -128,8 +127,7 @@ class ResourceKey(NamedTuple):
         return f"{gk} {self.namespace}/{self.name}" if self.namespace else f"{gk} {self.name}"
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(NamedTuple):
     """One resource from a stream, with where it came from."""
 
     obj: dict[str, Any]
@@ -246,7 +244,7 @@ def load_stream(
 
 def split_documents(text: str, *, first_line: int = 1) -> Iterator[tuple[int, str]]:
     """Yield (1-based start line, text) for each document of a stream, split at ``---`` lines."""
-    starts = [m.start() for m in _DOC_START.finditer("\n" + text)]
+    starts = [m.start() for m in DOC_START.finditer("\n" + text)]
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     line = first_line

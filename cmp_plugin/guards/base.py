@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from cmp_plugin.renderers.base import Rendered, RenderJob
@@ -15,18 +14,18 @@ SOURCE = "source"  # runs before rendering, on the files
 RENDER = "render"  # runs on the rendered resources
 
 
-@dataclass
 class GuardContext:
     """What a guard may look at. ``docs[i]`` has identity ``keys[i]``."""
 
-    job: RenderJob
-    renderer: str = ""
-    """The renderer's name, known before it runs."""
-    rendered: Rendered | None = None
-    docs: list[Doc] = field(default_factory=list)
-    keys: list[ResourceKey] = field(default_factory=list)
-    notes: dict[str, object] = field(default_factory=dict)
-    """What one guard learned that a later one may use (implicit-defaults -> shrink)."""
+    def __init__(self, job: RenderJob, *, renderer: str = "") -> None:
+        self.job = job
+        self.renderer = renderer
+        """The renderer's name, known before it runs."""
+        self.rendered: Rendered | None = None
+        self.docs: list[Doc] = []
+        self.keys: list[ResourceKey] = []
+        self.notes: dict[str, object] = {}
+        """What one guard learned that a later one may use (implicit-defaults -> shrink)."""
 
 
 class Guard(Protocol):

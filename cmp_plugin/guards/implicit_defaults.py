@@ -8,9 +8,8 @@ when none of the values it supplies (``values-files``, ``values``) sets it.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmp_plugin.gating import Gate, find_gates, lookup, merge_values, truthy
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
@@ -23,8 +22,7 @@ __all__ = ["Finding", "ImplicitDefaultsGuard", "analyse"]
 NOTE = "implicit-defaults"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One gating key as this environment sees it."""
 
     gate: Gate

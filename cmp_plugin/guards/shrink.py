@@ -6,7 +6,8 @@ Compared with what the Application manages now (cmp_plugin.baseline). The approv
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from typing import Any
 
 from cmp_plugin import baseline
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
@@ -25,15 +26,15 @@ class ShrinkGuard(GuardBase):
 
     def begin(self, ctx: GuardContext) -> None:
         """Fetch the baseline while the renderer runs (reading the cluster costs a client import and a round trip)."""
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="driftguard-baseline")
-        ctx.notes["baseline-future"] = pool.submit(baseline.fetch, ctx.job.env, ctx.job.settings)
-        pool.shutdown(wait=False)
+        lookup = _Lookup(ctx)
+        lookup.start()
+        ctx.notes["baseline-lookup"] = lookup
 
     def check(self, ctx: GuardContext) -> list[str]:
         job = ctx.job
-        future = ctx.notes.get("baseline-future")
-        if isinstance(future, Future):
-            base, notes = future.result()
+        lookup = ctx.notes.get("baseline-lookup")
+        if isinstance(lookup, _Lookup):
+            base, notes = lookup.outcome()
         else:
             base, notes = baseline.fetch(job.env, job.settings)
         if base is None:
@@ -105,3 +106,27 @@ def _explain(removed: list[ResourceKey], findings: list[Finding]) -> dict[Resour
                 out[key] = f"  <- hidden by {origin} of {f.gate.key} ({f.gate.file}:{f.gate.line})"
                 break
     return out
+
+
+class _Lookup(threading.Thread):
+    """baseline.fetch in a daemon thread (a plain thread: concurrent.futures costs ~8 ms to import)."""
+
+    def __init__(self, ctx: GuardContext) -> None:
+        super().__init__(name="driftguard-baseline", daemon=True)
+        self.env, self.settings = ctx.job.env, ctx.job.settings
+        self.result: tuple[Any, list[str]] | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = baseline.fetch(self.env, self.settings)
+        except BaseException as exc:  # handed to the render's thread by outcome()
+            self.error = exc
+
+    def outcome(self) -> tuple[baseline.Baseline | None, list[str]]:
+        """What fetch returned (each source has its own timeout), or what it raised."""
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result

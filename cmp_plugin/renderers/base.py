@@ -1,11 +1,13 @@
-"""What every renderer shares: the job it gets, what it returns, and path confinement."""
+"""What every renderer shares: the job it gets, what it returns, and path confinement.
+
+Imported before the renderer starts, so no ``dataclasses`` here (see ``cmp_plugin/params.py``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.process import ToolRun
@@ -18,8 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["Deferred", "PendingRender", "RenderJob", "Rendered", "Renderer", "ToolRender", "confined"]
 
 
-@dataclass(frozen=True)
-class RenderJob:
+class RenderJob(NamedTuple):
     """One render: the app directory inside a repository checkout, its Argo CD context, a scratch dir."""
 
     app_dir: Path
@@ -29,8 +30,7 @@ class RenderJob:
     scratch: Path
 
 
-@dataclass(frozen=True)
-class Rendered:
+class Rendered(NamedTuple):
     """The manifest stream exactly as the tool printed it; ``docs`` when the renderer parsed it already."""
 
     text: str
@@ -60,12 +60,12 @@ class Renderer(Protocol):
         ...
 
 
-@dataclass
 class ToolRender:
     """A render running in a child process."""
 
-    run: ToolRun
-    renderer: str
+    def __init__(self, run: ToolRun, renderer: str) -> None:
+        self.run = run
+        self.renderer = renderer
 
     def wait(self) -> Rendered:
         return Rendered(self.run.wait(), self.renderer)
@@ -74,11 +74,11 @@ class ToolRender:
         self.run.kill()
 
 
-@dataclass
 class Deferred:
     """A render done in-process when collected."""
 
-    work: Callable[[], Rendered]
+    def __init__(self, work: Callable[[], Rendered]) -> None:
+        self.work = work
 
     def wait(self) -> Rendered:
         return self.work()

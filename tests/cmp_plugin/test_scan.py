@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.scan import keys_of, scan_stream
-from driftguard.manifests import load_stream, resource_key
+from cmp_plugin.process import tool_env
+from cmp_plugin.scan import _scan_general, _scan_helm, keys_of, scan_stream
+from cmp_plugin.settings import CmpSettings
+from driftguard.manifests import DEFAULT_LIMITS, load_stream, resource_key
 
 ODD = """\
 ---
@@ -166,3 +170,103 @@ def test_scanner_never_disagrees_with_the_parser(items: list[tuple[str, Any, str
     except Exception:
         return  # not valid YAML for the parser either: Argo CD refuses it too
     assert fast(text) == expected
+
+
+# --- tier 1: helm's own layout, proved by whole-stream counts -------------------------------------
+
+PERTURBATIONS = [
+    "",
+    "kind: Secret\n",  # a second kind: the parser takes the last one
+    "data:\n  name: in-data\n",  # a name line at metadata's indent, outside metadata
+    'data: "multi\nkind: Hidden"\n',  # a column-0 key line inside a quoted scalar
+    "# Source: elsewhere.yaml\n",
+    "spec:\n  template:\n    metadata:\n      name: pod\n",
+]
+
+
+def helm_doc(name: str, namespace: str | None, source: bool, late_namespace: bool, extra: str) -> str:
+    head = "---\n" + ("# Source: chart/templates/t.yaml\n" if source else "")
+    meta = f"metadata:\n  name: {name}\n"
+    if namespace is not None:
+        meta += (
+            f"  labels:\n    a: b\n  namespace: {namespace}\n"
+            if late_namespace
+            else f"  namespace: {namespace}\n"
+        )
+    return head + "apiVersion: v1\nkind: ConfigMap\n" + meta + extra
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            odd_values,
+            st.one_of(st.none(), odd_values),
+            st.booleans(),
+            st.booleans(),
+            st.sampled_from(PERTURBATIONS),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_the_helm_tier_never_disagrees_with_the_parser(items: list[tuple[str, Any, bool, bool, str]]) -> None:
+    text = "".join(helm_doc(*item) for item in items)
+    try:
+        expected = full(text)
+    except Exception:
+        return  # not valid YAML for the parser either: Argo CD refuses it too
+    tier1 = _scan_helm(text, source="helm", limits=DEFAULT_LIMITS)
+    if tier1 is not None:
+        assert [(d.api_version, d.kind, d.name, d.namespace) for d in tier1] == expected
+    assert fast(text) == expected
+
+
+def test_real_helm_output_is_read_by_the_helm_tier(tmp_path: Path) -> None:
+    chart = tmp_path / "c"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "crds").mkdir()
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 1.0.0\n")
+    (chart / "values.yaml").write_text("count: 3\n")
+    (chart / "crds" / "pool.yaml").write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: pools.example.com\n"
+        "spec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Pool, plural: pools}\n"
+        "  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n"
+    )
+    (chart / "templates" / "all.yaml").write_text(
+        "{{- range $i := until (int .Values.count) }}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n"
+        "  name: d-{{ $i }}\n  namespace: {{ $.Release.Namespace }}\n  labels: {i: '{{ $i }}'}\n"
+        "  annotations:\n    note: |\n      kind: not-a-key\n"
+        "spec:\n  selector: {matchLabels: {i: '{{ $i }}'}}\n  template:\n    metadata:\n      labels: {i: '{{ $i }}'}\n"
+        "    spec:\n      containers: [{name: app, image: 'example.com/app:1'}]\n{{- end }}\n"
+        "---\napiVersion: example.com/v1\nkind: Pool\nmetadata:\n  name: p\n"
+    )
+    helm = CmpSettings.from_env().helm_path()
+    out = subprocess.run(
+        [helm, "template", ".", "--name-template", "r", "--namespace", "apps", "--include-crds"],
+        cwd=chart,
+        env=tool_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    tier1 = _scan_helm(out, source="helm", limits=DEFAULT_LIMITS)
+    assert tier1 is not None  # helm's layout took the fast tier; the slower tiers are for doubt
+    assert [(d.api_version, d.kind, d.name, d.namespace) for d in tier1] == full(out)
+    assert {d.source for d in tier1 if d.kind == "Deployment"} == {"c/templates/all.yaml"}
+    keys = keys_of(tier1, default_namespace="apps")
+    assert [str(k) for k in keys if k.kind == "Pool"] == ["Pool.example.com p"]  # cluster-scoped by the CRD
+    general = _scan_general(out, source="helm", limits=DEFAULT_LIMITS)
+    assert [(d.api_version, d.kind, d.name, d.namespace, d.line) for d in general] == [
+        (d.api_version, d.kind, d.name, d.namespace, d.line) for d in tier1
+    ]
+
+    # one document out of helm's layout is enough doubt: the whole stream goes to tier 2
+    for extra in (
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  name: x\n",
+        "---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed}\n",
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n  name: kustomize-order\n",
+    ):
+        doubtful = out + extra
+        assert _scan_helm(doubtful, source="helm", limits=DEFAULT_LIMITS) is None
+        assert fast(doubtful) == full(doubtful)
