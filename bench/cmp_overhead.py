@@ -4,6 +4,10 @@
 (a) a chart that renders 3,200 resources (1,600 Deployments + 1,600 Services), (b) a chart of 10.
 Median of several repetitions each; targets: (a) <= 1.20, (b) <= 2.0. The floor measured while
 planning (a Python process that only runs helm and relays its output) was 1.13x and 1.76x.
+
+(a) and (b) take the shrink baseline from the render cache. (c) is the sidecar's default install:
+chart (b) with the baseline read from a kube-apiserver (a local stand-in over TLS) with the pod's
+projected token, against the same read through a kubeconfig and the kubernetes client.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 HELM = os.environ.get("DRIFTGUARD_HELM", str(ROOT / ".tools/bin/helm"))
 CMP = str(Path(sys.executable).parent / "driftguard-cmp")
 
@@ -78,7 +83,9 @@ sys.exit(proc.returncode)
 """
 
 
-def measure(chart: Path, reps: int) -> tuple[float, float, float, float]:
+def measure(
+    chart: Path, reps: int, extra_env: dict[str, str] | None = None
+) -> tuple[float, float, float, float]:
     home = chart.parent / "home"
     home.mkdir(exist_ok=True)
     env = {
@@ -94,6 +101,7 @@ def measure(chart: Path, reps: int) -> tuple[float, float, float, float]:
         "ARGOCD_APP_NAME": chart.name,
         "ARGOCD_APP_NAMESPACE": "bench",
         "KUBE_VERSION": "1.32.3",
+        **(extra_env or {}),
     }
     bare = [
         HELM,
@@ -138,7 +146,43 @@ def main() -> int:
                 f"{label}: helm template {t_bare * 1000:6.1f} ms, driftguard-cmp generate {t_cmp * 1000:6.1f} ms, "
                 f"median ratio {ratio:.2f} (target <= {target}); floor (Python relaying helm) {floor:.2f}"
             )
+        in_pod(root, make_chart(root, "pod", 5))
     return 0
+
+
+def in_pod(root: Path, chart: Path) -> None:
+    """(c): the baseline from the cluster, as the sidecar reads it, and through the kubernetes client."""
+    import ssl
+
+    import trustme
+
+    from standins.argo_api import FakeArgo, application, kubeconfig, serve
+
+    ca = trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    sa = root / "serviceaccount"
+    sa.mkdir()
+    ca.cert_pem.write_to_path(str(sa / "ca.crt"))
+    with serve(FakeArgo(), tls=tls) as fake:
+        (sa / "token").write_text(fake.token)
+        resources = [("", "Service", "bench", f"svc-{i}") for i in range(5)]
+        resources += [("apps", "Deployment", "bench", f"svc-{i}") for i in range(5)]
+        fake.put(application(chart.name, resources=resources))
+        pod_env = {
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": fake.url.rsplit(":", 1)[1],
+            "DRIFTGUARD_CMP_SERVICE_ACCOUNT_DIR": str(sa),
+        }
+        _, t_pod, r_pod, _ = measure(chart, 15, pod_env)
+    with serve(FakeArgo()) as plain:
+        (root / "kubeconfig").write_text(kubeconfig(plain.url, plain.token))
+        plain.put(application(chart.name, resources=resources))
+        _, t_client, r_client, _ = measure(chart, 15, {"DRIFTGUARD_KUBECONFIG": str(root / "kubeconfig")})
+    print(
+        f"(c) 10 resources, baseline from the cluster: in the pod (projected token, TLS) {t_pod * 1000:6.1f} ms, "
+        f"ratio {r_pod:.2f}; through a kubeconfig and the kubernetes client {t_client * 1000:6.1f} ms, ratio {r_client:.2f}"
+    )
 
 
 if __name__ == "__main__":

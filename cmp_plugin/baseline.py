@@ -1,8 +1,8 @@
 """What an Application manages now: the shrink guard's baseline.
 
-Sources, in order: the Application's ``status.resources`` read with the kubernetes client
-(in-cluster config from the sidecar's projected token, or DRIFTGUARD_KUBECONFIG; RBAC: ``get`` on
-applications only), else the Argo CD API (DRIFTGUARD_ARGOCD_URL and _TOKEN), else the last render
+Sources, in order: the Application's ``status.resources`` from the kube-apiserver (cmp_plugin.kube:
+the sidecar's projected token, or DRIFTGUARD_KUBECONFIG; RBAC: ``get`` on applications only), else
+the Argo CD API (DRIFTGUARD_ARGOCD_URL, _TOKEN, _CA_FILE; driftguard.argocd), else the last render
 of this app that passed every guard, cached under the sidecar's /tmp. The approval annotation
 ``driftguard.io/approve-prune`` comes from the same Application object.
 """
@@ -10,11 +10,11 @@ of this app that passed every guard, cached under the sidecar's /tmp. The approv
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cmp_plugin import kube
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.settings import CmpSettings
 from driftguard.manifests import ResourceKey
@@ -22,7 +22,6 @@ from driftguard.manifests import ResourceKey
 __all__ = ["APPROVE_ANNOTATION", "Baseline", "fetch", "remember"]
 
 APPROVE_ANNOTATION = "driftguard.io/approve-prune"
-_SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 class Baseline(NamedTuple):
@@ -47,11 +46,10 @@ def fetch(env: AppEnv, settings: CmpSettings) -> tuple[Baseline | None, list[str
     if not env.app_name:
         return None, ["no ARGOCD_APP_NAME: no baseline to compare against"]
     namespace, name = app_identity(env, settings)
-    if settings.kubeconfig or _in_cluster():
+    if settings.kubeconfig or kube.in_cluster(settings):
         try:
-            return _from_application(
-                _kube_get(namespace, name, settings), "the cluster (Application status)"
-            ), notes
+            app = kube.application(namespace, name, settings)
+            return _from_application(app, "the cluster (Application status)"), notes
         except Exception as exc:
             notes.append(f"could not read Application {namespace}/{name} from the cluster: {_short(exc)}")
     if settings.argocd_url:
@@ -92,49 +90,21 @@ def _cache_file(settings: CmpSettings, env: AppEnv) -> Path:
     return settings.cache_dir / (re.sub(r"[^A-Za-z0-9_.-]", "_", env.app_name) + ".json")
 
 
-def _in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (_SA_DIR / "token").is_file()
-
-
-def _kube_get(namespace: str, name: str, settings: CmpSettings) -> dict[str, Any]:
-    from kubernetes import client, config  # ~200 ms to import: only here, off the render's critical path
-
-    if settings.kubeconfig:
-        api_client = config.new_client_from_config(config_file=settings.kubeconfig)  # type: ignore[no-untyped-call]
-    else:
-        cfg = client.Configuration()
-        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        api_client = client.ApiClient(cfg)
-    with api_client:
-        api = client.CustomObjectsApi(api_client)
-        obj = api.get_namespaced_custom_object(
-            "argoproj.io",
-            "v1alpha1",
-            namespace,
-            "applications",
-            name,
-            _request_timeout=settings.baseline_timeout,
-        )
-    if not isinstance(obj, dict):
-        raise ValueError("the API answered something that is not an object")
-    return obj
-
-
 def _argocd_get(namespace: str, name: str, settings: CmpSettings) -> dict[str, Any]:
-    import requests
+    from driftguard.argocd import ArgoCDClient, ArgoCDSettings
 
-    resp = requests.get(
-        f"{settings.argocd_url.rstrip('/')}/api/v1/applications/{name}",
-        params={"appNamespace": namespace},
-        headers={"Authorization": f"Bearer {settings.argocd_token}"},
-        timeout=settings.baseline_timeout,
+    client = ArgoCDClient(
+        ArgoCDSettings(
+            url=settings.argocd_url,
+            token=settings.argocd_token,
+            ca_file=settings.argocd_ca_file,
+            insecure=settings.argocd_insecure,
+            timeout=settings.baseline_timeout,
+            retries=0,  # a render waits for this: one try, then the next source
+            namespace=settings.argocd_namespace,
+        )
     )
-    if resp.status_code != 200:
-        raise ValueError(f"HTTP {resp.status_code}")
-    obj = resp.json()
-    if not isinstance(obj, dict):
-        raise ValueError("the API answered something that is not an object")
-    return obj
+    return client.application(name, namespace)
 
 
 def _from_application(app: dict[str, Any], source: str) -> Baseline:

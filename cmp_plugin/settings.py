@@ -42,13 +42,21 @@ class CmpSettings(NamedTuple):
     baseline_timeout: float = 5.0
     """Seconds to wait for the Application from the cluster or Argo CD (DRIFTGUARD_CMP_BASELINE_TIMEOUT)."""
     kubeconfig: str = ""
-    """A kubeconfig for reading Applications (DRIFTGUARD_KUBECONFIG); default: in-cluster config when present."""
+    """A kubeconfig for reading Applications (DRIFTGUARD_KUBECONFIG); default: the pod's service account."""
+    service_account_dir: Path = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+    """Where the sidecar's projected token and ca.crt are mounted (DRIFTGUARD_CMP_SERVICE_ACCOUNT_DIR)."""
+    kube_api: str = ""
+    """The kube-apiserver, https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT (set by Kubernetes in pods)."""
     argocd_namespace: str = "argocd"
     """Argo CD's control-plane namespace, where Applications live by default (DRIFTGUARD_ARGOCD_NAMESPACE)."""
     argocd_url: str = ""
     """Argo CD API base URL, the second baseline source (DRIFTGUARD_ARGOCD_URL)."""
     argocd_token: str = ""
     """Argo CD API token with `get` on applications (DRIFTGUARD_ARGOCD_TOKEN); never shown by repr()."""
+    argocd_ca_file: str = ""
+    """CA bundle for the Argo CD API's certificate (DRIFTGUARD_ARGOCD_CA_FILE), as for the services."""
+    argocd_insecure: bool = False
+    """Skip TLS verification of the Argo CD API (DRIFTGUARD_ARGOCD_INSECURE): for a lab, never for production."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
@@ -57,6 +65,10 @@ class CmpSettings(NamedTuple):
         tmp = Path(env.get("TMPDIR") or "/tmp")  # noqa: S108
         kwargs.setdefault("scratch_root", tmp)
         kwargs.setdefault("cache_dir", tmp / "driftguard")
+        host = env.get("KUBERNETES_SERVICE_HOST", "")
+        if host:
+            port = env.get("KUBERNETES_SERVICE_PORT") or "443"
+            kwargs["kube_api"] = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
         url = str(kwargs.get("argocd_url", ""))
         if url and not url.startswith(("https://", "http://")):
             raise ConfigError("DRIFTGUARD_ARGOCD_URL", f"must start with https:// (got {url!r})")
@@ -110,7 +122,10 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_CMP_BASELINE_REQUIRED": ("baseline_required", boolean),
     "DRIFTGUARD_CMP_BASELINE_TIMEOUT": ("baseline_timeout", positive(float)),
     "DRIFTGUARD_KUBECONFIG": ("kubeconfig", str),
+    "DRIFTGUARD_CMP_SERVICE_ACCOUNT_DIR": ("service_account_dir", Path),
     "DRIFTGUARD_ARGOCD_NAMESPACE": ("argocd_namespace", str),
     "DRIFTGUARD_ARGOCD_URL": ("argocd_url", str),
     "DRIFTGUARD_ARGOCD_TOKEN": ("argocd_token", str),
+    "DRIFTGUARD_ARGOCD_CA_FILE": ("argocd_ca_file", str),
+    "DRIFTGUARD_ARGOCD_INSECURE": ("argocd_insecure", boolean),
 }

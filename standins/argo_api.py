@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -176,10 +177,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serve(fake: FakeArgo | None = None) -> Iterator[FakeArgo]:
-    """Run the stand-in on 127.0.0.1 on a free port for the duration of the block."""
+def serve(fake: FakeArgo | None = None, *, tls: ssl.SSLContext | None = None) -> Iterator[FakeArgo]:
+    """Run the stand-in on 127.0.0.1 on a free port (over TLS with ``tls``) for the duration of the block."""
     fake = fake or FakeArgo()
-    with running(type("Handler", (_Handler,), {"fake": fake})) as url:
+    with running(type("Handler", (_Handler,), {"fake": fake}), tls=tls) as url:
         fake.url = url
         yield fake
 

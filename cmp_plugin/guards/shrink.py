@@ -124,8 +124,12 @@ class _Lookup(threading.Thread):
             self.error = exc
 
     def outcome(self) -> tuple[baseline.Baseline | None, list[str]]:
-        """What fetch returned (each source has its own timeout), or what it raised."""
-        self.join()
+        """What fetch returned, or what it raised; no answer in time counts as no baseline."""
+        # each source has its own socket timeout; this bounds a server that trickles bytes
+        deadline = 2 * self.settings.baseline_timeout + 1
+        self.join(deadline)
+        if self.is_alive():  # a daemon thread: abandoned, and gone when the render exits
+            return None, [f"no baseline source answered within {deadline:g} s"]
         if self.error is not None:
             raise self.error
         assert self.result is not None

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import ssl
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+import trustme
 
 from standins.argo_api import FakeArgo, application, kubeconfig, serve
 
-from .conftest import Generate
+from .conftest import Generate, cmp_env
 
 # what tests/cmp_plugin/repo/plain renders (destination namespace "apps")
 PLAIN = [
@@ -131,3 +136,107 @@ def test_last_good_render_is_the_baseline_of_last_resort(generate: Generate, rep
         and "protected kind (Namespace)" in proc.stderr.splitlines()[0]
     )
     assert "baseline: the last render that passed (revision 0123456789ab)" in proc.stderr
+
+
+# --- in the pod: the projected token and the cluster CA, over real TLS --------------------------
+
+
+def tls_server(ca: trustme.CA) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(ctx)
+    return ctx
+
+
+@pytest.fixture
+def pod(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A TLS kube-apiserver stand-in, and the sidecar's service-account mount pointing at it."""
+    ca = trustme.CA()
+    with serve(FakeArgo(token="projected-token-0123456789"), tls=tls_server(ca)) as fake:
+        sa = tmp_path / "serviceaccount"
+        sa.mkdir()
+        (sa / "token").write_text(fake.token + "\n")
+        ca.cert_pem.write_to_path(str(sa / "ca.crt"))
+        fake.env = {  # type: ignore[attr-defined]
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": fake.url.rsplit(":", 1)[1],
+            "DRIFTGUARD_CMP_SERVICE_ACCOUNT_DIR": str(sa),
+        }
+        fake.sa = sa  # type: ignore[attr-defined]
+        yield fake
+
+
+def test_in_the_pod_the_application_is_read_with_the_projected_token(
+    generate: Generate, pod: FakeArgo
+) -> None:
+    pod.put(application("plain", namespace="team-a", resources=PLAIN + extra(10)))
+    proc = generate("plain", ARGOCD_APP_NAME="team-a_plain", **pod.env)  # type: ignore[attr-defined]
+    assert proc.returncode == 3, proc.stderr
+    assert "baseline: the cluster (Application status)" in proc.stderr
+    path, auth, _ = pod.requests[-1]
+    assert path == "/apis/argoproj.io/v1alpha1/namespaces/team-a/applications/plain"
+    assert auth == f"Bearer {pod.token}"
+
+
+def test_in_the_pod_an_untrusted_certificate_is_refused_and_the_token_stays_secret(
+    generate: Generate, pod: FakeArgo
+) -> None:
+    trustme.CA().cert_pem.write_to_path(str(pod.sa / "ca.crt"))  # type: ignore[attr-defined]
+    pod.put(application("plain", resources=PLAIN + extra(10)))
+    proc = generate("plain", ARGOCD_APP_NAME="plain", **pod.env)  # type: ignore[attr-defined]
+    assert proc.returncode == 0, proc.stderr  # no baseline: warn and pass (the default)
+    assert "could not read Application argocd/plain from the cluster" in proc.stderr
+    assert "CERTIFICATE_VERIFY_FAILED" in proc.stderr
+    assert pod.token not in proc.stderr and pod.requests == []
+
+
+def test_in_the_pod_a_hanging_api_server_costs_the_timeout_not_the_render(
+    generate: Generate, pod: FakeArgo
+) -> None:
+    pod.delay = 5.0
+    started = time.monotonic()
+    proc = generate("plain", ARGOCD_APP_NAME="plain", DRIFTGUARD_CMP_BASELINE_TIMEOUT="1", **pod.env)  # type: ignore[attr-defined]
+    assert proc.returncode == 0 and "timed out" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 4.5  # not the stand-in's 5 s
+
+
+PROBE = """
+import sys
+import cmp_plugin.cli
+code = cmp_plugin.cli.main(["generate"])
+sys.stdout.flush()
+print("\\n@@", code, " ".join(sorted(sys.modules)), sep="\\n@@")
+"""
+
+
+def test_in_the_pod_no_kubernetes_client_is_imported(repo: Path, pod: FakeArgo) -> None:
+    """The kubernetes client costs ~240 ms to import; the render's read is one stdlib HTTPS GET."""
+    pod.put(application("plain", resources=PLAIN))
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=repo / "plain",
+        env={**cmp_env("plain", ARGOCD_APP_NAME="plain"), **pod.env},  # type: ignore[attr-defined]
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    _, code, modules = proc.stdout.rsplit("\n@@", 2)
+    assert code.strip() == "0" and "baseline" not in proc.stderr, proc.stderr
+    assert pod.requests, "the probe did not read the Application"
+    assert not {"kubernetes", "requests", "urllib3"} & set(modules.split())
+
+
+def test_argo_cd_api_over_tls_with_its_ca_file(generate: Generate, tmp_path: Path) -> None:
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "argocd-ca.crt"))
+    with serve(FakeArgo(), tls=tls_server(ca)) as fake:
+        fake.put(application("plain", resources=PLAIN + extra(10)))
+        env = {"DRIFTGUARD_ARGOCD_URL": fake.url, "DRIFTGUARD_ARGOCD_TOKEN": fake.token}
+        refused = generate(
+            "plain", ARGOCD_APP_NAME="plain", DRIFTGUARD_ARGOCD_CA_FILE=str(tmp_path / "argocd-ca.crt"), **env
+        )
+        assert refused.returncode == 3 and "baseline: the Argo CD API" in refused.stderr
+        unverified = generate("plain", ARGOCD_APP_NAME="other", **env)
+        assert unverified.returncode == 0
+        assert "could not read Application argocd/other from the Argo CD API" in unverified.stderr
+        assert fake.token not in unverified.stderr
