@@ -14,6 +14,7 @@ COPY driftguard driftguard
 COPY cmp_plugin cmp_plugin
 COPY notifier notifier
 COPY analysis_provider analysis_provider
+# no .pyc here: the final stage compiles everything once, the standard library with it
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-compile . \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 
@@ -23,6 +24,13 @@ RUN groupadd --gid 999 driftguard && useradd --uid 999 --gid 999 --no-create-hom
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/tools/helm /usr/local/bin/helm
 COPY --from=build /opt/tools/kubectl /usr/local/bin/kubectl
+# Bytecode for everything a process imports, the standard library included, written once here: the
+# base image ships no .pyc, the sidecar's root filesystem is read-only and PYTHONDONTWRITEBYTECODE
+# is set, so without this every `driftguard-cmp generate` compiles ~150 modules from source (a
+# 10-resource render: 80 ms -> 230 ms, measured with an empty PYTHONPYCACHEPREFIX). unchecked-hash:
+# an image never changes, so its .pyc need no timestamp or source-hash check.
+RUN python -m compileall -q -j 0 --invalidation-mode unchecked-hash -x '/(test|tests|idle_test)/' \
+      /usr/local/lib/python3.11 /opt/venv
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -45,3 +45,15 @@ def test_no_build_tools_in_the_final_stage() -> None:
     for word in ("apt-get install", "gcc", "build-essential", "pip install", "COPY . "):
         assert word not in final, word
     assert "DRIFTGUARD_HELM=" in final and "DRIFTGUARD_KUSTOMIZE=" in final
+
+
+def test_bytecode_is_compiled_once_for_a_read_only_root() -> None:
+    """No .pyc in the base image + read-only root + PYTHONDONTWRITEBYTECODE = compile on every render."""
+    final = stages()[-1]
+    compiled = re.search(r"^RUN python -m compileall (.+?)(?<!\\)$", final, re.M | re.S)
+    assert compiled, "the final stage compiles bytecode"
+    args = compiled.group(1)
+    assert "--invalidation-mode unchecked-hash" in args
+    assert "/usr/local/lib/python3.11" in args and "/opt/venv" in args
+    assert final.index("COPY --from=build /opt/venv") < compiled.start() < final.index("USER ")
+    assert "PYTHONDONTWRITEBYTECODE=1" in final
