@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
+from driftguard.errors import DriftguardError
 from driftguard.service import exec_gunicorn
 
 __all__ = ["main"]
@@ -24,6 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args(argv)
+    from analysis_provider.app import create_app
+
+    # validated once here, so a bad setting is one line in the pod's log, not a traceback per worker
+    try:
+        create_app()
+    except DriftguardError as exc:
+        print(f"driftguard-analysis: error: {exc}", file=sys.stderr)
+        return 2
     exec_gunicorn(
         "analysis_provider.app:create_app()", bind=args.bind, workers=args.workers, threads=args.threads
     )

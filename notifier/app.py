@@ -24,7 +24,7 @@ from notifier.outbox import Outbox
 from notifier.render import Templates
 from notifier.settings import NotifierSettings
 
-__all__ = ["State", "create_app"]
+__all__ = ["State", "create_app", "load"]
 
 
 @dataclass
@@ -38,15 +38,22 @@ class State:
     worker: Worker
 
 
-def create_app(settings: NotifierSettings | None = None, *, config: NotifierConfig | None = None) -> Flask:
-    configure()
+def load(
+    settings: NotifierSettings | None = None, *, config: NotifierConfig | None = None
+) -> tuple[NotifierSettings, NotifierConfig, dict[str, Channel], Outbox]:
+    """Everything start-up validates: settings, config, templates, channels and the outbox file."""
     settings = settings or NotifierSettings.from_env()
     if settings.argocd is None:
         raise ConfigError("DRIFTGUARD_ARGOCD_URL", "is required")
     config = config or load_config(settings.config_file, argocd_url=settings.argocd.url)
-    templates = Templates(settings.templates_dir)
-    channels = build_channels(config, templates)
-    outbox = Outbox(settings.outbox, lease=settings.lease)
+    channels = build_channels(config, Templates(settings.templates_dir))
+    return settings, config, channels, Outbox(settings.outbox, lease=settings.lease)
+
+
+def create_app(settings: NotifierSettings | None = None, *, config: NotifierConfig | None = None) -> Flask:
+    configure()
+    settings, config, channels, outbox = load(settings, config=config)
+    assert settings.argocd is not None  # load() checked it
     expander = Expander(
         ArgoCDClient(settings.argocd),
         system_rules=system_rules_from_file(settings.argocd_cm_file),

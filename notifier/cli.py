@@ -29,23 +29,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check-config",
         action="store_true",
-        help="validate settings, config, templates and channels, then exit",
+        help="validate settings, config, templates, channels and the outbox, then exit",
     )
     args = parser.parse_args(argv)
-    if args.check_config:
-        from notifier.channels import build_channels
-        from notifier.config import load_config
-        from notifier.render import Templates
-        from notifier.settings import NotifierSettings
+    from notifier.app import load
 
-        try:
-            settings = NotifierSettings.from_env()
-            assert settings.argocd is not None
-            config = load_config(settings.config_file, argocd_url=settings.argocd.url)
-            channels = build_channels(config, Templates(settings.templates_dir))
-        except DriftguardError as exc:
-            print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
-            return 2
+    # validated once here, so a bad setting is one line in the pod's log, not a traceback per worker
+    try:
+        _, config, channels, outbox = load()
+    except DriftguardError as exc:
+        print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
+        return 2
+    outbox.close()
+    if args.check_config:
         print(
             f"driftguard-notifier: config ok: channels {', '.join(sorted(channels))}; {len(config.routes)} route(s)"
         )

@@ -70,18 +70,24 @@ class Outbox:
     def __init__(self, path: Path, *, lease: float = 60.0) -> None:
         self.path = Path(path)
         self.lease = lease
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self.path.with_name(self.path.name + ".lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even on error
-            db = self._db()
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise ConfigError(
-                    "DRIFTGUARD_NOTIFIER_OUTBOX",
-                    f"{self.path}: SQLite would not use WAL (journal mode {mode!r}); put the outbox on a local volume",
-                )
-            db.executescript(SCHEMA)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.with_name(self.path.name + ".lock").open("a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even on error
+                db = self._db()
+                mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise ConfigError(
+                        "DRIFTGUARD_NOTIFIER_OUTBOX",
+                        f"{self.path}: SQLite would not use WAL (journal mode {mode!r}); put the outbox on a local volume",
+                    )
+                db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                "DRIFTGUARD_NOTIFIER_OUTBOX",
+                f"{self.path} cannot be used as the outbox ({exc}); it needs a writable local volume",
+            ) from exc
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)

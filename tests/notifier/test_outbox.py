@@ -7,6 +7,9 @@ import multiprocessing
 import threading
 from pathlib import Path
 
+import pytest
+
+from driftguard.errors import ConfigError
 from notifier.outbox import Outbox
 
 ROUNDS = 30
@@ -52,3 +55,15 @@ def test_start_up_waits_for_the_lock_another_process_holds(tmp_path: Path) -> No
     t.join(timeout=10)
     assert opened and opened[0].writable()
     assert opened[0].depth() is not None
+
+
+def test_an_unusable_path_stops_start_up_naming_the_setting(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    with pytest.raises(ConfigError) as info:
+        Outbox(tmp_path / "a-file" / "outbox.sqlite3")
+    assert info.value.setting == "DRIFTGUARD_NOTIFIER_OUTBOX"
+    assert "needs a writable local volume" in str(info.value)
+    (tmp_path / "garbage.sqlite3").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(ConfigError, match="cannot be used as the outbox"):
+        Outbox(tmp_path / "garbage.sqlite3")
+    assert (tmp_path / "garbage.sqlite3").read_bytes().startswith(b"this is not a database")  # left as found

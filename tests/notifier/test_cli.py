@@ -1,0 +1,88 @@
+"""driftguard-notifier as the Deployment runs it: settings checked once, then gunicorn."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from standins.argo_api import FakeArgo
+from standins.processes import free_port, stop
+
+from .conftest import TOKEN
+
+CLI = str(Path(sys.executable).parent / "driftguard-notifier")
+
+
+def env_for(tmp_path: Path, argo: FakeArgo, **extra: str) -> dict[str, str]:
+    config = tmp_path / "notifier.yaml"
+    config.write_text(
+        json.dumps({"channels": {"slack": {"type": "slack", "url": "https://hooks.example.com/x"}}})
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "DRIFTGUARD_NOTIFIER_TOKEN": TOKEN,
+        "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
+        "DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp_path / "outbox.sqlite3"),
+        "DRIFTGUARD_ARGOCD_URL": argo.url,
+        "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
+    }
+    env.update(extra)
+    return {k: v for k, v in env.items() if v}
+
+
+def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_check_config_says_what_it_found(tmp_path: Path, argo: FakeArgo) -> None:
+    proc = run(env_for(tmp_path, argo), "--check-config")
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout.strip() == "driftguard-notifier: config ok: channels slack; 1 route(s)"
+    )  # the default route
+
+
+def test_bad_settings_are_one_line_before_any_gunicorn(tmp_path: Path, argo: FakeArgo) -> None:
+    for extra, setting in (
+        ({"DRIFTGUARD_NOTIFIER_TOKEN": ""}, "DRIFTGUARD_NOTIFIER_TOKEN"),
+        ({"DRIFTGUARD_ARGOCD_URL": ""}, "DRIFTGUARD_ARGOCD_URL"),
+        (
+            {"DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp_path / "notifier.yaml" / "outbox.sqlite3")},
+            "DRIFTGUARD_NOTIFIER_OUTBOX",
+        ),
+    ):
+        for args in ((), ("--check-config",)):
+            proc = run(env_for(tmp_path, argo, **extra), *args)
+            assert proc.returncode == 2, (extra, args, proc.stderr)
+            assert proc.stderr.startswith(f"driftguard-notifier: error: {setting}: "), proc.stderr
+            assert "Traceback" not in proc.stderr and "gunicorn" not in proc.stderr.lower()
+
+
+def test_it_starts_gunicorn_that_answers(tmp_path: Path, argo: FakeArgo) -> None:
+    port = free_port()
+    with (tmp_path / "log").open("wb") as log:
+        proc = subprocess.Popen(
+            [CLI, "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+            env=env_for(tmp_path, argo),
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+            time.sleep(0.1)
+    finally:
+        stop(proc)
