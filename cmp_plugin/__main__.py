@@ -1,5 +1,5 @@
-"""``python -m cmp_plugin``."""
+"""``python -m cmp_plugin``: the same as the ``driftguard-cmp`` console script."""
 
-from cmp_plugin.cli import run
+from cmp_plugin.launch import main
 
-run()
+main()

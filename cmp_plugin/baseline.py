@@ -10,12 +10,12 @@ of this app that passed every guard, cached under the sidecar's /tmp. The approv
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmp_plugin import kube
 from cmp_plugin.argo_env import AppEnv
+from cmp_plugin.launch import safe_name
 from cmp_plugin.settings import CmpSettings
 from driftguard.manifests import ResourceKey
 
@@ -87,7 +87,7 @@ def remember(env: AppEnv, settings: CmpSettings, keys: list[ResourceKey]) -> Non
 
 
 def _cache_file(settings: CmpSettings, env: AppEnv) -> Path:
-    return settings.cache_dir / (re.sub(r"[^A-Za-z0-9_.-]", "_", env.app_name) + ".json")
+    return settings.cache_dir / (safe_name(env.app_name) + ".json")
 
 
 def _argocd_get(namespace: str, name: str, settings: CmpSettings) -> dict[str, Any]:

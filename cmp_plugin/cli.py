@@ -25,6 +25,8 @@ from driftguard.errors import ConfigError, DriftguardError, GuardRefusal, Render
 if TYPE_CHECKING:
     import argparse
 
+    from cmp_plugin.launch import Early
+
 __all__ = ["format_failure", "main", "run"]
 
 MAX_DETAIL_LINES = 30
@@ -32,20 +34,23 @@ EXIT_REFUSED = 3
 EXIT_ERROR = 2
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv == ["generate"]:
             # Argo CD's hot path: no argparse, the tool starts as early as possible
-            return cmd_generate(None)
+            return cmd_generate(None, early=early)
         args = build_parser().parse_args(argv)
         return int(args.func(args))
     except (DriftguardError, OSError) as exc:
         sys.stderr.write(format_failure(exc))
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
+    finally:
+        if early is not None:
+            early.close()  # a planned tool the render did not adopt is stopped, its scratch removed
 
 
-def run() -> None:
+def run(*, early: Early | None = None) -> None:
     """The console script: ``main()``, then leave without tearing the interpreter down.
 
     Argo CD runs ``generate`` on every manifest refresh, and unloading the ~200 modules a render
@@ -53,7 +58,7 @@ def run() -> None:
     streams are flushed first, and no command leaves work in another thread when main() returns
     (a baseline lookup still waiting past its timeout is abandoned, as it should be).
     """
-    code = main()
+    code = main(early=early)
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away: what it got is incomplete
@@ -121,12 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_generate(args: argparse.Namespace | None) -> int:
+def cmd_generate(args: argparse.Namespace | None, *, early: Early | None = None) -> int:
     env = AppEnv.from_environ(os.environ)
     settings = CmpSettings.from_env()
     app_dir = Path.cwd()
     outcome = pipeline.run(
-        app_dir, repo_root=pipeline.find_repo_root(app_dir, env.source_path), env=env, settings=settings
+        app_dir,
+        repo_root=pipeline.find_repo_root(app_dir, env.source_path),
+        env=env,
+        settings=settings,
+        early=early,
     )
     from cmp_plugin import baseline
 

@@ -6,10 +6,10 @@ Any refusal raises GuardRefusal; the caller turns it into a non-zero exit.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from cmp_plugin import launch
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.renderers import RenderJob, choose
 from cmp_plugin.settings import CmpSettings
@@ -17,6 +17,7 @@ from driftguard.errors import InputError, LimitExceeded
 
 if TYPE_CHECKING:
     from cmp_plugin.guards import Guard
+    from cmp_plugin.launch import Early
     from cmp_plugin.scan import Doc
     from driftguard.manifests import ResourceKey
 
@@ -41,6 +42,7 @@ def run(
     env: AppEnv,
     settings: CmpSettings,
     guards: tuple[Guard, ...] | None = None,
+    early: Early | None = None,
 ) -> Outcome:
     """Render ``app_dir`` and run every guard; GuardRefusal, RenderError or InputError on failure.
 
@@ -52,10 +54,13 @@ def run(
     app_dir = app_dir.resolve()
     if not app_dir.is_dir():
         raise InputError(f"app directory {app_dir} does not exist")
-    scratch = settings.scratch_root / f"driftguard-{os.getpid()}-{os.urandom(4).hex()}"
-    scratch.mkdir(mode=0o700, parents=True)
+    if early is not None:  # the planned tool's scratch becomes this render's (cmp_plugin/launch.py)
+        early.scratch_taken = True
+        scratch = Path(early.scratch)
+    else:
+        scratch = Path(launch.new_scratch(str(settings.scratch_root)))
     try:
-        job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch)
+        job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
         renderer = choose(app_dir, env.param("renderer"))
         pending = renderer.start(job)
         try:
@@ -103,11 +108,4 @@ def run(
 
 def find_repo_root(app_dir: Path, source_path: str) -> Path:
     """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git."""
-    app_dir = app_dir.resolve()
-    parts = [p for p in Path(source_path).parts if p not in (".", "/")] if source_path else []
-    if parts and tuple(app_dir.parts[-len(parts) :]) == tuple(parts):
-        return app_dir.parents[len(parts) - 1]
-    for candidate in (app_dir, *app_dir.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return app_dir
+    return Path(launch.repo_root(str(app_dir.resolve()), source_path))

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cmp_plugin import launch
 from driftguard.env import boolean, from_env, positive
 from driftguard.errors import ConfigError
 
@@ -62,9 +63,8 @@ class CmpSettings(NamedTuple):
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
         env = os.environ if environ is None else environ
         kwargs = from_env(env, ENV)
-        tmp = Path(env.get("TMPDIR") or "/tmp")  # noqa: S108
-        kwargs.setdefault("scratch_root", tmp)
-        kwargs.setdefault("cache_dir", tmp / "driftguard")
+        kwargs.setdefault("scratch_root", Path(launch.scratch_root(env)))
+        kwargs.setdefault("cache_dir", Path(launch.cache_dir(env)))
         host = env.get("KUBERNETES_SERVICE_HOST", "")
         if host:
             port = env.get("KUBERNETES_SERVICE_PORT") or "443"

@@ -9,15 +9,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from cmp_plugin import launch
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.process import ToolRun
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cmp_plugin.launch import Early
     from cmp_plugin.scan import Doc
 
-__all__ = ["Deferred", "PendingRender", "RenderJob", "Rendered", "Renderer", "ToolRender", "confined"]
+__all__ = [
+    "Deferred",
+    "PendingRender",
+    "RenderJob",
+    "Rendered",
+    "Renderer",
+    "ToolRender",
+    "confined",
+    "start_tool",
+]
 
 
 class RenderJob(NamedTuple):
@@ -28,6 +41,8 @@ class RenderJob(NamedTuple):
     env: AppEnv
     settings: CmpSettings
     scratch: Path
+    early: Early | None = None
+    """The tool ``driftguard-cmp generate`` started from the launch plan, if any (cmp_plugin/launch.py)."""
 
 
 class Rendered(NamedTuple):
@@ -85,6 +100,41 @@ class Deferred:
 
     def cancel(self) -> None:
         return None
+
+
+def start_tool(
+    job: RenderJob, argv: list[str], *, env: Mapping[str, str], name: str, plannable: bool
+) -> ToolRun:
+    """Start the render tool, or adopt the one the launch plan started when it is exactly this command.
+
+    ``plannable``: nothing was written for this render before the tool starts (no inline values, no
+    dependency build), so the next render of the app may start the same command before it has
+    checked anything; it only adopts it if its own checks arrive at the same command.
+    """
+    early = job.early
+    started = early.adopt(argv, env) if early is not None and plannable else None
+    if early is not None and started is None:
+        early.close()
+    run = ToolRun(
+        argv,
+        env=env,
+        timeout=job.settings.timeout,
+        max_output=job.settings.max_output_bytes,
+        name=name,
+        started=started,
+    )
+    if plannable:
+        launch.record(
+            early,
+            cache=str(job.settings.cache_dir),
+            app_name=job.env.app_name,
+            argv=argv,
+            env=env,
+            app_dir=str(job.app_dir),
+            repo=str(job.repo_root),
+            scratch=str(job.scratch),
+        )
+    return run
 
 
 def confined(job: RenderJob, relative: str, *, what: str) -> Path:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cmp_plugin.process import ToolRun, run_tool, tool_env
-from cmp_plugin.renderers.base import RenderJob, ToolRender, confined
+from cmp_plugin.process import run_tool, tool_env
+from cmp_plugin.renderers.base import RenderJob, ToolRender, confined, start_tool
 from driftguard.errors import InputError, RenderError
 
 __all__ = ["HelmRenderer", "helm_argv", "missing_dependencies"]
@@ -25,8 +25,7 @@ class HelmRenderer:
         if missing:
             try:
                 run_tool(
-                    [helm, "dependency", "build", "--skip-refresh"],
-                    cwd=job.app_dir,
+                    [helm, "dependency", "build", str(job.app_dir), "--skip-refresh"],
                     env=env,
                     timeout=job.settings.timeout,
                     max_output=1 << 20,
@@ -39,14 +38,8 @@ class HelmRenderer:
                     stderr=exc.stderr,
                 ) from exc
         argv = helm_argv(helm, job, values_files=values_files(job))
-        run = ToolRun(
-            argv,
-            cwd=job.app_dir,
-            env=env,
-            timeout=job.settings.timeout,
-            max_output=job.settings.max_output_bytes,
-            name="helm template",
-        )
+        plannable = not missing and not job.env.param("values").strip()
+        run = start_tool(job, argv, env=env, name="helm template", plannable=plannable)
         return ToolRender(run, self.name)
 
 
@@ -72,9 +65,17 @@ def values_files(job: RenderJob) -> list[Path]:
 
 
 def helm_argv(helm: str, job: RenderJob, *, values_files: list[Path]) -> list[str]:
-    """``helm template .`` with Argo CD's native flags."""
+    """``helm template <app dir>`` with Argo CD's native flags (Argo CD runs ``helm template .`` there: same output)."""
     env = job.env
-    argv = [helm, "template", ".", "--name-template", env.release_name, "--namespace", env.namespace]
+    argv = [
+        helm,
+        "template",
+        str(job.app_dir),
+        "--name-template",
+        env.release_name,
+        "--namespace",
+        env.namespace,
+    ]
     if env.kube_version:
         argv += ["--kube-version", env.kube_version]
     for f in values_files:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmp_plugin.process import ToolRun, tool_env
-from cmp_plugin.renderers.base import RenderJob, ToolRender
+from cmp_plugin.process import tool_env
+from cmp_plugin.renderers.base import RenderJob, ToolRender, start_tool
 
 __all__ = ["MARKERS", "KustomizeRenderer"]
 
@@ -19,16 +19,9 @@ class KustomizeRenderer:
         return any((app_dir / m).is_file() for m in MARKERS)
 
     def start(self, job: RenderJob) -> ToolRender:
-        argv = [*job.settings.kustomize_argv(), "."]
+        argv = [*job.settings.kustomize_argv(), str(job.app_dir)]  # Argo CD builds "." there: same output
         argv += ["--load-restrictor", job.env.param("kustomize-load-restrictor")]
         if job.env.param("kustomize-enable-helm"):
             argv += ["--enable-helm", "--helm-command", job.settings.helm_path()]
-        run = ToolRun(
-            argv,
-            cwd=job.app_dir,
-            env=tool_env(job.scratch),
-            timeout=job.settings.timeout,
-            max_output=job.settings.max_output_bytes,
-            name="kustomize build",
-        )
+        run = start_tool(job, argv, env=tool_env(job.scratch), name="kustomize build", plannable=True)
         return ToolRender(run, self.name)

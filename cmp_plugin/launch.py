@@ -1,0 +1,239 @@
+"""Start the render tool before Python has loaded the plugin: the launch plan.
+
+``generate`` spends ~20 ms importing what computes the tool's command line (parameters, settings,
+renderers) before it can start helm, and for a small chart helm itself takes ~40 ms. So the first
+thing ``driftguard-cmp generate`` does, with nothing but ``os`` loaded, is start the command the
+previous render of the same Application used (the *launch plan*, kept beside the shrink baseline
+cache), with this checkout's paths. Then the plugin computes the command itself, as always, and
+uses the running tool only when the command and its environment are identical; otherwise it stops
+it (process group, SIGKILL) and starts the right one. Nothing the early tool does is used unless
+the full computation, with every check on the way (parameters, paths confined to the checkout,
+dependencies), arrives at exactly that command. Renders that write files before the tool starts
+(inline ``values``, ``helm dependency build``) are never planned.
+
+This module imports nothing beyond ``os`` and ``sys``: ``spawn`` is also how ``process.ToolRun``
+starts every tool, and the path helpers are the ones ``settings`` and ``pipeline`` use.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # typing itself is ~3 ms to import: this module runs before anything else
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "Early",
+    "cache_dir",
+    "early_start",
+    "main",
+    "new_scratch",
+    "plan_file",
+    "record",
+    "repo_root",
+    "safe_name",
+    "scratch_root",
+    "spawn",
+]
+
+MAGIC = "driftguard-launch-plan 1"
+_RS, _US = "\x1e", "\x1f"  # record and unit separators: never in a path, an argument or a variable
+_APP, _REPO, _SCRATCH = "\x01app\x01", "\x01repo\x01", "\x01scratch\x01"
+
+
+def main() -> None:
+    """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin."""
+    early = early_start(sys.argv[1:], os.environ)
+    from cmp_plugin.cli import run
+
+    run(early=early)
+
+
+def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
+    """Start ``argv`` (no shell, no PATH search) in its own session: (pid, stdout fd, stderr fd)."""
+    out_r, out_w = os.pipe()  # non-inheritable: the child keeps only what is dup2'ed below
+    err_r, err_w = os.pipe()
+    try:
+        pid = os.posix_spawn(
+            argv[0],
+            argv,
+            dict(env),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, out_w, 1),
+                (os.POSIX_SPAWN_DUP2, err_w, 2),
+            ],
+            setsid=True,  # its own session and process group: a kill takes its children too
+        )
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return pid, out_r, err_r
+
+
+def scratch_root(environ: Mapping[str, str]) -> str:
+    """Where each render gets its private scratch directory: $TMPDIR, else /tmp."""
+    return environ.get("TMPDIR") or "/tmp"  # noqa: S108
+
+
+def cache_dir(environ: Mapping[str, str]) -> str:
+    """DRIFTGUARD_CMP_CACHE_DIR, else $TMPDIR/driftguard: shrink baselines and launch plans."""
+    return environ.get("DRIFTGUARD_CMP_CACHE_DIR") or os.path.join(scratch_root(environ), "driftguard")
+
+
+def safe_name(app_name: str) -> str:
+    """An Application name as a file name: anything but [A-Za-z0-9_.-] becomes '_'."""
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in app_name)
+
+
+def plan_file(cache: str, app_name: str) -> str:
+    return os.path.join(cache, safe_name(app_name) + ".plan")
+
+
+def new_scratch(root: str) -> str:
+    """A fresh private directory for one render (helm's homes, inline values)."""
+    path = os.path.join(root, f"driftguard-{os.getpid()}-{os.urandom(4).hex()}")
+    os.makedirs(path, mode=0o700)
+    return path
+
+
+def repo_root(app_dir: str, source_path: str) -> str:
+    """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git."""
+    parts = [p for p in source_path.split("/") if p not in ("", ".")]
+    here = app_dir.rstrip("/").split("/")
+    if parts and len(here) > len(parts) and here[-len(parts) :] == parts:
+        return "/".join(here[: -len(parts)]) or "/"
+    candidate = app_dir
+    while True:
+        if os.path.exists(os.path.join(candidate, ".git")):
+            return candidate
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return app_dir
+        candidate = parent
+
+
+class Early:
+    """A tool started from the plan, waiting to be adopted by the render or stopped."""
+
+    def __init__(
+        self, *, pid: int, fds: tuple[int, int], argv: list[str], env: dict[str, str], scratch: str, plan: str
+    ) -> None:
+        self.pid, self.fds, self.argv, self.env = pid, fds, argv, env
+        self.scratch = scratch
+        """Created by the early start; the render takes it over (and removes it) as its scratch."""
+        self.plan = plan
+        self.adopted = False
+        self.scratch_taken = False
+
+    def adopt(self, argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int] | None:
+        """(pid, stdout, stderr) when the render computed exactly this command; None otherwise."""
+        if self.adopted or self.pid <= 0 or argv != self.argv or dict(env) != self.env:
+            return None
+        self.adopted = True
+        return self.pid, self.fds[0], self.fds[1]
+
+    def close(self) -> None:
+        """Stop the tool unless it was adopted; remove the scratch unless the render took it."""
+        if not self.adopted and self.pid > 0:
+            import signal
+
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            for fd in self.fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self.pid = -1
+        if not self.scratch_taken:
+            import shutil
+
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch_taken = True
+
+
+def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
+    """Start the planned tool for ``generate``; None when there is no usable plan (never raises)."""
+    if argv != ["generate"] or not environ.get("ARGOCD_APP_NAME"):
+        return None
+    try:
+        with open(plan_file(cache_dir(environ), environ["ARGOCD_APP_NAME"]), "rb") as f:
+            plan = f.read(1 << 20).decode()
+    except (OSError, UnicodeDecodeError):
+        return None
+    sections = plan.split(_RS)
+    if len(sections) != 3 or sections[0] != MAGIC:
+        return None
+    scratch = ""
+    try:
+        app_dir = os.path.realpath(os.getcwd())
+        repo = repo_root(app_dir, environ.get("ARGOCD_APP_SOURCE_PATH", ""))
+        scratch = new_scratch(scratch_root(environ))
+
+        def expand(value: str) -> str:
+            return value.replace(_SCRATCH, scratch).replace(_APP, app_dir).replace(_REPO, repo)
+
+        tool_argv = [expand(a) for a in sections[1].split(_US)]
+        tool_env = {}
+        for item in sections[2].split(_US):
+            key, sep, value = item.partition("=")
+            if sep:
+                tool_env[key] = expand(value)
+        pid, out_fd, err_fd = spawn(tool_argv, tool_env)
+    except Exception:  # a plan that cannot start is no plan: the render starts its own tool
+        if scratch:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+        return None
+    return Early(pid=pid, fds=(out_fd, err_fd), argv=tool_argv, env=tool_env, scratch=scratch, plan=plan)
+
+
+def record(
+    early: Early | None,
+    *,
+    cache: str,
+    app_name: str,
+    argv: Iterable[str],
+    env: Mapping[str, str],
+    app_dir: str,
+    repo: str,
+    scratch: str,
+) -> None:
+    """Keep this render's command as the app's launch plan (when it changed); errors are ignored."""
+    if not app_name:
+        return
+
+    def template(value: str) -> str:
+        # the scratch first (it is not inside the checkout), then the app before the repo it is in
+        return value.replace(scratch, _SCRATCH).replace(app_dir, _APP).replace(repo, _REPO)
+
+    items = [template(a) for a in argv]
+    pairs = [f"{k}={template(v)}" for k, v in env.items()]
+    if any(_RS in s or _US in s for s in (*items, *pairs)):
+        return
+    plan = _RS.join((MAGIC, _US.join(items), _US.join(pairs)))
+    if early is not None and early.plan == plan:
+        return
+    path = plan_file(cache, app_name)
+    try:
+        os.makedirs(cache, mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(plan)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # without a plan the next render starts its tool a little later, nothing more
