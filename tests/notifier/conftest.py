@@ -87,3 +87,24 @@ def notification(
     name: str = "deepseek-inference", trigger: str = "on-drift-detected", **app: Any
 ) -> dict[str, Any]:
     return {"trigger": trigger, "app": {"metadata": {"name": name, "namespace": "argocd"}, **app}}
+
+
+def service_env(
+    tmp_path: Path, argo: argo_api.FakeArgo, channels: dict[str, Any], **extra: str
+) -> dict[str, str]:
+    """The environment the notifier's Deployment gives it (config written to tmp_path); empty values are dropped."""
+    import json
+    import os
+
+    config = tmp_path / "notifier.yaml"
+    config.write_text(json.dumps({"channels": channels}))
+    env = {
+        "PATH": os.environ["PATH"],
+        "DRIFTGUARD_NOTIFIER_TOKEN": TOKEN,
+        "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
+        "DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp_path / "outbox.sqlite3"),
+        "DRIFTGUARD_ARGOCD_URL": argo.url,
+        "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
+        **extra,
+    }
+    return {k: v for k, v in env.items() if v}

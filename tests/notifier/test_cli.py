@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import time
@@ -14,26 +12,15 @@ import requests
 from standins.argo_api import FakeArgo
 from standins.processes import free_port, stop
 
-from .conftest import TOKEN
+from .conftest import service_env
 
 CLI = str(Path(sys.executable).parent / "driftguard-notifier")
 
 
 def env_for(tmp_path: Path, argo: FakeArgo, **extra: str) -> dict[str, str]:
-    config = tmp_path / "notifier.yaml"
-    config.write_text(
-        json.dumps({"channels": {"slack": {"type": "slack", "url": "https://hooks.example.com/x"}}})
+    return service_env(
+        tmp_path, argo, {"slack": {"type": "slack", "url": "https://hooks.example.com/x"}}, **extra
     )
-    env = {
-        "PATH": os.environ["PATH"],
-        "DRIFTGUARD_NOTIFIER_TOKEN": TOKEN,
-        "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
-        "DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp_path / "outbox.sqlite3"),
-        "DRIFTGUARD_ARGOCD_URL": argo.url,
-        "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
-    }
-    env.update(extra)
-    return {k: v for k, v in env.items() if v}
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -14,33 +13,23 @@ from standins.argo_api import FakeArgo
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
 
-from .conftest import PD_KEY, TOKEN, drill_app, notification
+from .conftest import PD_KEY, TOKEN, drill_app, notification, service_env
 
 
 def start(tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers) -> subprocess.Popen[bytes]:
-    config = tmp_path / "notifier.yaml"
-    config.write_text(
-        json.dumps(
-            {
-                "channels": {
-                    "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "x"},
-                    "slack": {"type": "slack", "url": rx.url + "/slack"},
-                    "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": PD_KEY},
-                }
-            }
-        )
-    )
-    env = {
-        "PATH": os.environ["PATH"],
-        "DRIFTGUARD_NOTIFIER_TOKEN": TOKEN,
-        "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
-        "DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp_path / "outbox.sqlite3"),
-        "DRIFTGUARD_ARGOCD_URL": argo.url,
-        "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
-        "DRIFTGUARD_ARGOCD_RETRIES": "0",
-        "DRIFTGUARD_ARGOCD_TIMEOUT": "1",
-        "DRIFTGUARD_NOTIFIER_LEASE": "3",  # how long a killed process's claim blocks the work
+    channels = {
+        "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "x"},
+        "slack": {"type": "slack", "url": rx.url + "/slack"},
+        "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": PD_KEY},
     }
+    env = service_env(
+        tmp_path,
+        argo,
+        channels,
+        DRIFTGUARD_ARGOCD_RETRIES="0",
+        DRIFTGUARD_ARGOCD_TIMEOUT="1",
+        DRIFTGUARD_NOTIFIER_LEASE="3",  # how long a killed process's claim blocks the work
+    )
     return start_gunicorn("notifier.app:create_app()", port, env, tmp_path / "gunicorn.log")
 
 
