@@ -23,6 +23,8 @@ class HelmRenderer:
         env = tool_env(job.scratch)
         missing = missing_dependencies(job.app_dir)
         if missing:
+            if job.early is not None:
+                job.early.close()  # a planned template run must not read charts/ while it is built
             try:
                 run_tool(
                     [helm, "dependency", "build", str(job.app_dir), "--skip-refresh"],

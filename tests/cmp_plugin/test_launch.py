@@ -128,3 +128,20 @@ def test_repo_root_matches_the_source_path_or_the_nearest_git(tmp_path: Path) ->
     assert launch.repo_root(str(tmp_path / "r" / "a" / "b"), "elsewhere") == str(tmp_path / "r")
     assert launch.repo_root(str(tmp_path / "r" / "a" / "b"), "") == str(tmp_path / "r")
     assert launch.safe_name("team-a_web/x y") == "team-a_web_x_y"
+
+
+def test_a_dependency_build_stops_the_planned_helm_first(
+    generate: Generate, repo: Path, helm_log: Path
+) -> None:
+    web = "charts/web"
+    assert generate(web).returncode == 0  # builds the file:// dependency, so nothing is planned yet
+    second = generate(web)  # everything vendored now: planned
+    assert second.returncode == 0, second.stderr
+    for tgz in (repo / web / "charts").glob("common-*.tgz"):
+        tgz.unlink()  # the next revision lost the vendored dependency
+    third = generate(web)
+    assert third.returncode == 0, third.stderr
+    assert third.stdout == second.stdout
+    early, build, real = starts(helm_log)[-3:]
+    assert early["argv"][0] == "template" and build["argv"][:2] == ["dependency", "build"]  # type: ignore[index]
+    assert real["argv"][0] == "template" and not alive(early["pid"])  # type: ignore[index]
