@@ -20,6 +20,9 @@ from driftguard.errors import RenderError, RenderTimeout
 
 __all__ = ["ToolRun", "run_tool", "tool_env", "trim"]
 
+MAX_STDERR_CHUNKS = 16
+"""Reads of stderr kept (at most 64 KiB each): a tool that floods stderr cannot fill memory."""
+
 _PASS_ENV = (
     "PATH",
     "LANG",
@@ -134,6 +137,8 @@ class ToolRun:
                             raise RenderError(
                                 f"{self.name} printed more than {self.max_output} bytes; refusing the render"
                             )
+                    elif len(err) > MAX_STDERR_CHUNKS:
+                        del err[0]  # only the end of stderr is ever shown (trim)
             code = self._reap()
         finally:
             sel.close()
@@ -170,6 +175,9 @@ class ToolRun:
                 self.code = os.waitstatus_to_exitcode(status)
 
     def _close(self) -> None:
+        # once only: a file descriptor number closed twice may already belong to someone else
         for fd in (self._out, self._err):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._out = self._err = -1
