@@ -45,11 +45,7 @@ def main() -> int:
         config = parse_config(
             {
                 "argocdUrl": "https://argocd.example.com",
-                "channels": {
-                    "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "s"},
-                    "slack": {"type": "slack", "url": rx.url + "/slack"},
-                    "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": "0" * 32},
-                },
+                "channels": rx.channels(feishu_secret="s", routing_key="0" * 32),
             }
         )
         settings = NotifierSettings(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from driftguard.errors import LimitExceeded
@@ -302,22 +303,32 @@ _INDENT2 = re.compile(r"  [^ \r\n#]")
 
 def _identity2(top: dict[str, tuple[str, int]], meta: dict[str, str]) -> Any:
     """The identity when metadata's children sit two spaces in (read by the stream-wide passes)."""
-    meta_top = top["metadata"]
-    if meta_top[0] and not meta_top[0].startswith("#"):
+    head = _api_kind(top["metadata"], top)
+    return None if head is None else _with_meta(*head, meta.items())
+
+
+def _api_kind(meta_top: tuple[str, int] | None, top: dict[str, tuple[str, int]]) -> tuple[str, str] | None:
+    """(apiVersion, kind) when metadata is a block and the kind is one the scanner may read."""
+    if meta_top is None or (meta_top[0] and not meta_top[0].startswith("#")):
         return None
     api, kind = _scalar(top.get("apiVersion", ("", 0))[0]), _scalar(top.get("kind", ("", 0))[0])
     if not api or not kind or kind.endswith("List") or kind == "CustomResourceDefinition":
         return None
-    values = {}
-    for key, raw in meta.items():
+    return api, kind
+
+
+def _with_meta(api: str, kind: str, pairs: Iterable[tuple[str, str]]) -> Any:
+    """(apiVersion, kind, name, namespace) from metadata's identity keys; None when only a parser can say."""
+    meta: dict[str, str] = {}
+    for key, raw in pairs:
         value = _scalar(raw)
-        if value is None:
+        if value is None or key in meta:
             return None
-        values[key] = value
-    name = values.get("name") or values.get("generateName")
+        meta[key] = value
+    name = meta.get("name") or meta.get("generateName")
     if not name:
         return None
-    return api, kind, name, values.get("namespace", "")
+    return api, kind, name, meta.get("namespace", "")
 
 
 def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
@@ -325,10 +336,8 @@ def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
     if not top:
         return _EMPTY
     meta_top = top.get("metadata")
-    if meta_top is None or (meta_top[0] and not meta_top[0].startswith("#")):
-        return None
-    api, kind = _scalar(top.get("apiVersion", ("", 0))[0]), _scalar(top.get("kind", ("", 0))[0])
-    if not api or not kind or kind.endswith("List") or kind == "CustomResourceDefinition":
+    head = _api_kind(meta_top, top)
+    if meta_top is None or head is None:
         return None
     start = meta_top[1] + 1
     nxt = _NEXT_TOP.search(text, start, end)
@@ -339,16 +348,7 @@ def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
     keys, odd, outdented = _patterns(len(first_child.group(1)))
     if odd.search(block) or (outdented is not None and outdented.search(block)):
         return None  # "- item", flow, complex keys or outdented lines in metadata: let the parser decide
-    meta: dict[str, str] = {}
-    for key, value in keys.findall(block):
-        scalar = _scalar(value)
-        if scalar is None or key in meta:
-            return None
-        meta[key] = scalar
-    name = meta.get("name") or meta.get("generateName")
-    if not name:
-        return None
-    return api, kind, name, meta.get("namespace", "")
+    return _with_meta(*head, keys.findall(block))
 
 
 _PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9._/-]*")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from standins import argo_api, receivers  # noqa: E402
+from standins import argo_api, processes, receivers  # noqa: E402
 from standins.drill import serve_drill  # noqa: E402
 from standins.processes import free_port, stop  # noqa: E402
 from standins.processes import start_gunicorn as gunicorn  # noqa: E402
@@ -84,16 +84,7 @@ def cmp(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> sub
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {
-        **base_env(),
-        "GIT_AUTHOR_NAME": "demo",
-        "GIT_AUTHOR_EMAIL": "demo@example.com",
-        "GIT_COMMITTER_NAME": "demo",
-        "GIT_COMMITTER_EMAIL": "demo@example.com",
-    }
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    return processes.git(repo, *args, env=base_env())
 
 
 # --- 1. the prune that did not happen ---------------------------------------------------------------
@@ -308,11 +299,9 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
             {
                 "locale": "zh-CN",
                 "argocdUrl": "https://argocd.example.com",
-                "channels": {
-                    "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "demo-signing-secret"},
-                    "slack": {"type": "slack", "url": rx.url + "/slack", "locale": "en"},
-                    "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": PD_KEY},
-                },
+                "channels": rx.channels(
+                    feishu_secret="demo-signing-secret", routing_key=PD_KEY, slack_locale="en"
+                ),
             }
         )
     )

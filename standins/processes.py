@@ -8,11 +8,25 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import requests
 
-__all__ = ["free_port", "start_gunicorn", "stop"]
+__all__ = ["free_port", "git", "start_gunicorn", "stop"]
+
+
+def git(repo: Path, *args: str, env: Mapping[str, str]) -> str:
+    """``git -C repo ARGS`` with a fixed example identity (commits need one); its stdout, stripped."""
+    identity = {
+        "GIT_AUTHOR_NAME": "driftguard-demo",
+        "GIT_AUTHOR_EMAIL": "demo@example.com",
+        "GIT_COMMITTER_NAME": "driftguard-demo",
+        "GIT_COMMITTER_EMAIL": "demo@example.com",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], env={**env, **identity}, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def free_port() -> int:

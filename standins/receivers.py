@@ -48,6 +48,17 @@ class Receivers:
         """Answer the next requests to ``path`` with these (status, body[, headers]), then succeed again."""
         self.scripts[path] = [(a[0], a[1], a[2] if len(a) > 2 else {}) for a in answers]  # type: ignore[misc]
 
+    def channels(self, *, feishu_secret: str, routing_key: str, slack_locale: str = "") -> dict[str, Any]:
+        """The notifier config's ``channels`` for Feishu, Slack and PagerDuty, all pointing here."""
+        slack: dict[str, Any] = {"type": "slack", "url": self.url + "/slack"}
+        if slack_locale:
+            slack["locale"] = slack_locale
+        return {
+            "feishu": {"type": "feishu", "url": self.url + "/feishu", "secret": feishu_secret},
+            "slack": slack,
+            "pagerduty": {"type": "pagerduty", "url": self.url + "/pagerduty", "routing_key": routing_key},
+        }
+
     def on(self, path: str) -> list[Captured]:
         with self.lock:
             return [c for c in self.captured if c.path == path]

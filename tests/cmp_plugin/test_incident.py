@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from standins import processes
 from standins.argo_api import FakeArgo, application, kubeconfig, serve
 
 from .conftest import cmp_env, run_cmp
@@ -25,16 +26,7 @@ EXAMPLE = ROOT / "examples" / "gitops"
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env
-    ).stdout.strip()
+    return processes.git(repo, *args, env=os.environ)
 
 
 @pytest.fixture

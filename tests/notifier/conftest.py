@@ -43,11 +43,7 @@ def make_config(rx: receivers.Receivers, **extra: Any) -> NotifierConfig:
     raw = {
         "locale": "zh-CN",
         "argocdUrl": "https://argocd.example.com",
-        "channels": {
-            "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "feishu-signing-secret"},
-            "slack": {"type": "slack", "url": rx.url + "/slack", "locale": "en"},
-            "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": PD_KEY},
-        },
+        "channels": rx.channels(feishu_secret="feishu-signing-secret", routing_key=PD_KEY, slack_locale="en"),
         **extra,
     }
     return parse_config(raw)

@@ -17,15 +17,10 @@ from .conftest import PD_KEY, TOKEN, drill_app, notification, service_env
 
 
 def start(tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers) -> subprocess.Popen[bytes]:
-    channels = {
-        "feishu": {"type": "feishu", "url": rx.url + "/feishu", "secret": "x"},
-        "slack": {"type": "slack", "url": rx.url + "/slack"},
-        "pagerduty": {"type": "pagerduty", "url": rx.url + "/pagerduty", "routing_key": PD_KEY},
-    }
     env = service_env(
         tmp_path,
         argo,
-        channels,
+        rx.channels(feishu_secret="x", routing_key=PD_KEY),
         DRIFTGUARD_ARGOCD_RETRIES="0",
         DRIFTGUARD_ARGOCD_TIMEOUT="1",
         DRIFTGUARD_NOTIFIER_LEASE="3",  # how long a killed process's claim blocks the work
