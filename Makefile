@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(TOOLS):$(CURDIR)/$(BIN):$(PATH)
 export DRIFTGUARD_HELM ?= $(CURDIR)/$(TOOLS)/helm
 export DRIFTGUARD_KUSTOMIZE ?= $(CURDIR)/$(TOOLS)/kubectl
 
-.PHONY: setup tools lint test demo bench clean
+.PHONY: setup tools lint test corpus demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The development corpora beside the project (../shared/corpus): real charts, Argo CD's own cases.
+corpus: setup
+	$(BIN)/python scripts/corpus.py
 
 demo: setup
 	$(BIN)/python scripts/demo.py

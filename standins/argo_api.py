@@ -1,6 +1,6 @@
 """A local HTTP server that answers like the kube-apiserver and the Argo CD API for Applications.
 
-Shapes follow ../shared/reference (Application CRD, Argo CD swagger); tests validate the objects
+Shapes follow tests/reference (Application CRD, Argo CD swagger); tests validate the objects
 they store against the CRD. It is a stand-in for what cannot run here, never a patch of our code.
 """
 

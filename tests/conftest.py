@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,3 +15,19 @@ os.environ.setdefault("DRIFTGUARD_KUSTOMIZE", str(TOOLS / "kubectl"))
 for var in ("DRIFTGUARD_HELM", "DRIFTGUARD_KUSTOMIZE"):
     if not Path(os.environ[var]).is_file():
         raise RuntimeError(f"{var}={os.environ[var]} does not exist: run `make tools` (or `make test`)")
+
+# `make test` must pass on a clone with nothing beside it: any read of ../shared (where CI and
+# the developers keep the corpora) from inside the test process fails loudly, at the call.
+SHARED = str(ROOT.parent / "shared")
+
+
+def _no_shared(event: str, args: tuple[object, ...]) -> None:
+    if event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, os.PathLike)):
+        path = os.path.abspath(os.fspath(args[0]))  # type: ignore[arg-type]
+        if path == SHARED or path.startswith(SHARED + os.sep):
+            raise PermissionError(
+                f"make test read {path}: copy what tests need into the project (see SOURCES.md)"
+            )
+
+
+sys.addaudithook(_no_shared)

@@ -1,4 +1,4 @@
-"""Argo's real schemas and install manifests from ../shared/reference, and a kustomize runner."""
+"""Argo's real schemas and install manifests (copied into tests/reference, see SOURCES.md), and a kustomize runner."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import jsonschema
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT.parent / "shared" / "reference"
+REFERENCE = ROOT / "tests" / "reference"
 
 
 def reference_docs(name: str) -> list[dict[str, Any]]:
     path = REFERENCE / name
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: the reference files come from ../shared/reference")
+        raise FileNotFoundError(f"{path} is missing: tests/reference/SOURCES.md says where each reference file comes from")
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
