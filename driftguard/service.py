@@ -40,5 +40,7 @@ def exec_gunicorn(app: str, *, bind: str, workers: int, threads: int) -> None:
         "--threads",
         str(threads),
     ]
-    argv += ["--worker-class", "gthread", "--access-logfile", "-", "--graceful-timeout", "20", app]
+    argv += ["--worker-class", "gthread", "--access-logfile", "-", "--graceful-timeout", "20"]
+    # child_exit keeps prometheus-client's multiprocess metrics honest (driftguard/metrics.py)
+    argv += ["--config", "python:driftguard.gunicorn_conf", app]
     os.execv(sys.executable, argv)  # noqa: S606 - fixed argv, no shell

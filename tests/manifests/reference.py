@@ -17,7 +17,9 @@ REFERENCE = ROOT / "tests" / "reference"
 def reference_docs(name: str) -> list[dict[str, Any]]:
     path = REFERENCE / name
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: tests/reference/SOURCES.md says where each reference file comes from")
+        raise FileNotFoundError(
+            f"{path} is missing: tests/reference/SOURCES.md says where each reference file comes from"
+        )
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
