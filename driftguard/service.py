@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 from driftguard.errors import ConfigError
+from driftguard.metrics import MULTIPROC_ENV, prepare_multiprocess_dir
 
 __all__ = ["check_auth", "exec_gunicorn", "redact_salt_for"]
 
@@ -29,6 +32,9 @@ def redact_salt_for(token: str) -> bytes:
 
 def exec_gunicorn(app: str, *, bind: str, workers: int, threads: int) -> None:
     """Replace this process with gunicorn serving ``app`` (e.g. ``notifier.app:create_app()``)."""
+    if not os.environ.get(MULTIPROC_ENV):
+        # the workers' metric files: one fresh private folder per service start
+        prepare_multiprocess_dir(Path(tempfile.mkdtemp(prefix="driftguard-metrics-")))
     argv = [
         sys.executable,
         "-m",
