@@ -34,7 +34,7 @@ def make_app(argo: argo_api.FakeArgo, prom: prometheus.FakePrometheus | None = N
     settings = AnalysisSettings(
         token=TOKEN,
         prometheus_url=prom.url if prom else "",
-        timeout=1.0,
+        timeout=extra.pop("timeout", 1.0),
         cache_ttl=extra.pop("cache_ttl", 0.0),
         argocd=ArgoCDSettings(url=argo.url, token=argo.token),
         **extra,
