@@ -130,7 +130,9 @@ def _submit(name: str, args: dict[str, Any], state: dict[str, Any], ctx: GateCon
         EVALUATIONS.inc()
         try:
             return GATES[name].evaluate(args, ctx)
-        except NotFound:
+        except NotFound as exc:
+            if str(exc).startswith("AppProject"):  # a project that is gone: nothing of the app may sync
+                return Verdict(name, FAIL, [str(exc)], {})
             where = f"{args.get('appNamespace') or 'default namespace'}"
             return Verdict(name, FAIL, [f"application not found: {args.get('app')} ({where})"], {})
 
