@@ -82,15 +82,17 @@ def run_all(schema: Any, token: str, *, skip: frozenset[Any] = frozenset()) -> l
         operation = result.ok()
         labels.append(operation.label)
         excluded = [positive_data_acceptance] if operation.label in ONE_OF_QUERY_OR_SERVICE else []
-        excluded += list(skip)
-
-        @EXAMPLES
-        @given(case=operation.as_strategy())
-        def check(case: Any) -> None:
-            case.call_and_validate(headers={"Authorization": f"Bearer {token}"}, excluded_checks=excluded)
-
-        check()
+        _checker(operation, token, [*excluded, *skip])()
     return labels
+
+
+def _checker(operation: Any, token: str, excluded: list[Any]) -> Any:
+    @EXAMPLES
+    @given(case=operation.as_strategy())
+    def check(case: Any) -> None:
+        case.call_and_validate(headers={"Authorization": f"Bearer {token}"}, excluded_checks=excluded)
+
+    return check
 
 
 def test_the_analysis_provider_answers_as_its_spec_says(analysis_schema: Any) -> None:
