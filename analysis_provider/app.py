@@ -60,9 +60,9 @@ ALL_ARGS: dict[str, Arg] = {**APP_ARGS, **SuccessRateGate.args}
 
 GATE_NAMES = (*GATES, "all")
 OUTCOMES = (PASS, FAIL, INCONCLUSIVE, "400", "401", "404", "500", "502", "503", "504")
-GRACE = 0.3
-"""Seconds past the deadline the request thread waits for a gate whose upstream client is timing out
-itself, so the answer names the upstream; still well inside DRIFTGUARD_ANALYSIS_TIMEOUT + 1 s."""
+MARGIN = 0.25
+"""Seconds before the request's deadline at which upstream reads stop, so a gate whose upstream is
+too slow ends with an error naming it while the request thread still waits for it."""
 
 REQUESTS = Counter(
     "driftguard_analysis_requests",
@@ -91,18 +91,18 @@ def _error(status: int, message: str, gate: str) -> tuple[Response, int]:
 
 @bp.get("/v1/gates/<gate>")
 def gate(gate: str) -> tuple[Response, int]:
-    deadline = time.monotonic() + current_app.extensions["driftguard"]["settings"].timeout
     state = current_app.extensions["driftguard"]
     settings: AnalysisSettings = state["settings"]
+    deadline = time.monotonic() + settings.timeout
     if settings.auth == "token":
         given = request.headers.get("Authorization", "").encode()
         if not hmac.compare_digest(given, f"Bearer {settings.token}".encode()):
             return _error(401, "missing or wrong bearer token", gate)
     raw = {k: v for k, v in request.args.items()}
-    ctx = replace(state["ctx"], deadline=deadline)
+    ctx = replace(state["ctx"], deadline=deadline - min(MARGIN, settings.timeout / 4))
     try:
         if gate == "all":
-            verdict = _all(parse_args(ALL_ARGS, raw), state, ctx)
+            verdict = _all(parse_args(ALL_ARGS, raw), state, ctx, deadline)
         elif gate in GATES:
             g = GATES[gate]
             args = parse_args(g.args, raw)
@@ -142,20 +142,19 @@ def _submit(name: str, args: dict[str, Any], state: dict[str, Any], ctx: GateCon
 
 def _wait(future: Future[Verdict], deadline: float, name: str) -> Verdict:
     try:
-        return future.result(timeout=max(0.0, deadline + GRACE - time.monotonic()))
+        return future.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout as exc:
         raise UpstreamTimeout(
             f"{name}: Argo CD or Prometheus did not answer within DRIFTGUARD_ANALYSIS_TIMEOUT"
         ) from exc
 
 
-def _all(args: dict[str, Any], state: dict[str, Any], ctx: GateContext) -> Verdict:
+def _all(args: dict[str, Any], state: dict[str, Any], ctx: GateContext, deadline: float) -> Verdict:
     """Every gate at once, under the request's one deadline: any fail fails; then any error is an error."""
     app_args = {"app": args["app"], "appNamespace": args["appNamespace"]}
     names = ["drift", "sync", "freeze"]
     if args.get("query") or args.get("service"):
         names.append("success-rate")
-    assert ctx.deadline is not None
     futures = {
         name: _submit(
             name,
@@ -169,7 +168,7 @@ def _all(args: dict[str, Any], state: dict[str, Any], ctx: GateContext) -> Verdi
     errors: list[UpstreamError] = []
     for name, future in futures.items():  # all run at once, so waiting in turn costs one deadline
         try:
-            verdicts.append(_wait(future, ctx.deadline, name))
+            verdicts.append(_wait(future, deadline, name))
         except UpstreamError as exc:
             errors.append(exc)
     failed = [v for v in verdicts if v.verdict == FAIL]
