@@ -4,19 +4,33 @@ Every decided verdict is HTTP 200 with JSON (``jsonPath: "{$.ok}"`` and ``succes
 result == true`` read it). Non-2xx only when the gate could not decide: 400 bad arguments, 401,
 404 unknown gate, 502/503/504 when Argo CD or Prometheus failed; Rollouts counts those as an
 Error, never as a pass. An Application that does not exist is a decided ``fail``.
+
+One deadline per request: ``DRIFTGUARD_ANALYSIS_TIMEOUT`` seconds from arrival bound the whole
+answer. Gates run in a worker pool while the request thread waits for them until the deadline, so
+an upstream that holds a connection open cannot hold the answer; ``all`` runs its sub-gates at
+once under the same deadline; every upstream read is given only the time left. Answers are strict
+JSON (a value that is not finite is written as a string, ``"NaN"``, ``"+Inf"``, ``"-Inf"``).
 """
 
 from __future__ import annotations
 
 import hmac
-import threading
+import json
+import math
+import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
+from flask.json.provider import DefaultJSONProvider
+from prometheus_client import Counter
+from werkzeug.exceptions import HTTPException
 
+from analysis_provider import openapi
 from analysis_provider.cache import Coalescing
 from analysis_provider.gates import FAIL, GATES, INCONCLUSIVE, PASS, GateContext, Verdict
 from analysis_provider.gates.base import APP_ARGS, Arg, parse_args
@@ -34,6 +48,7 @@ from driftguard.errors import (
 )
 from driftguard.ignore import JqRunner, rules_from_argocd_cm
 from driftguard.manifests import load_file, safe_load
+from driftguard.metrics import bounded, exposition
 from driftguard.redact import Redactor
 from driftguard.windows import SyncWindow
 
@@ -43,14 +58,25 @@ bp = Blueprint("gates", __name__)
 ALL_ARGS: dict[str, Arg] = {**APP_ARGS, **SuccessRateGate.args}
 
 
-class _Counters:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.values: dict[tuple[str, str], int] = {}
+GATE_NAMES = (*GATES, "all")
+OUTCOMES = (PASS, FAIL, INCONCLUSIVE, "400", "401", "404", "500", "502", "503", "504")
+MARGIN = 0.25
+"""Seconds before the request's deadline at which upstream reads stop, so a gate whose upstream is
+too slow ends with an error naming it while the request thread still waits for it."""
 
-    def inc(self, gate: str, outcome: str) -> None:
-        with self.lock:
-            self.values[(gate, outcome)] = self.values.get((gate, outcome), 0) + 1
+REQUESTS = Counter(
+    "driftguard_analysis_requests",
+    "Gate requests by gate (unknown for a name that is no gate) and outcome (verdict or HTTP status).",
+    ["gate", "outcome"],
+)
+EVALUATIONS = Counter(
+    "driftguard_analysis_evaluations", "Gate evaluations that were not served from the cache."
+)
+
+
+def _count(gate: str, outcome: str) -> None:
+    # label values only from known sets: request input never becomes a series (driftguard.metrics)
+    REQUESTS.labels(bounded(gate, GATE_NAMES), bounded(outcome, OUTCOMES, other="other")).inc()
 
 
 def _now_iso() -> str:
@@ -58,28 +84,31 @@ def _now_iso() -> str:
 
 
 def _error(status: int, message: str, gate: str) -> tuple[Response, int]:
-    current_app.extensions["driftguard"]["counters"].inc(gate, str(status))
-    return jsonify({"error": message, "gate": gate, "checkedAt": _now_iso()}), status
+    _count(gate, str(status))
+    shown = gate if gate in GATE_NAMES else "unknown"
+    return jsonify({"error": message, "gate": shown, "checkedAt": _now_iso()}), status
 
 
 @bp.get("/v1/gates/<gate>")
 def gate(gate: str) -> tuple[Response, int]:
     state = current_app.extensions["driftguard"]
     settings: AnalysisSettings = state["settings"]
+    deadline = time.monotonic() + settings.timeout
     if settings.auth == "token":
         given = request.headers.get("Authorization", "").encode()
         if not hmac.compare_digest(given, f"Bearer {settings.token}".encode()):
             return _error(401, "missing or wrong bearer token", gate)
     raw = {k: v for k, v in request.args.items()}
+    ctx = replace(state["ctx"], deadline=deadline - min(MARGIN, settings.timeout / 4))
     try:
         if gate == "all":
-            verdict = _all(parse_args(ALL_ARGS, raw), state)
+            verdict = _all(parse_args(ALL_ARGS, raw), state, ctx, deadline)
         elif gate in GATES:
             g = GATES[gate]
             args = parse_args(g.args, raw)
-            verdict = _decide(g.name, args, state)
+            verdict = _wait(_submit(g.name, args, state, ctx), deadline, g.name)
         else:
-            return _error(404, f"unknown gate {gate!r}; gates: {', '.join([*GATES, 'all'])}", gate)
+            return _error(404, f"unknown gate {gate[:60]!r}; gates: {', '.join(GATE_NAMES)}", gate)
     except InputError as exc:
         return _error(400, str(exc), gate)
     except UpstreamTimeout as exc:
@@ -89,36 +118,57 @@ def gate(gate: str) -> tuple[Response, int]:
         return _error(status, str(exc), gate)
     except UpstreamError as exc:
         return _error(502, str(exc), gate)
-    state["counters"].inc(gate, verdict.verdict)
+    _count(gate, verdict.verdict)
     return jsonify(verdict.to_json(_now_iso())), 200
 
 
-def _decide(name: str, args: dict[str, Any], state: dict[str, Any]) -> Verdict:
+def _submit(name: str, args: dict[str, Any], state: dict[str, Any], ctx: GateContext) -> Future[Verdict]:
+    """Start one gate in the pool: its verdict (cached per arguments) or its error, in a Future."""
     key = (name, tuple(sorted((k, str(v)) for k, v in args.items())))
-    ctx: GateContext = state["ctx"]
 
     def run() -> Verdict:
+        EVALUATIONS.inc()
         try:
             return GATES[name].evaluate(args, ctx)
-        except NotFound:
+        except NotFound as exc:
+            if str(exc).startswith("AppProject"):  # a project that is gone: nothing of the app may sync
+                return Verdict(name, FAIL, [str(exc)], {})
             where = f"{args.get('appNamespace') or 'default namespace'}"
             return Verdict(name, FAIL, [f"application not found: {args.get('app')} ({where})"], {})
 
-    result: Verdict = state["cache"].get(key, run)
-    return result
+    pool: ThreadPoolExecutor = state["pool"]
+    return pool.submit(state["cache"].get, key, run)
 
 
-def _all(args: dict[str, Any], state: dict[str, Any]) -> Verdict:
+def _wait(future: Future[Verdict], deadline: float, name: str) -> Verdict:
+    try:
+        return future.result(timeout=max(0.0, deadline - time.monotonic()))
+    except FutureTimeout as exc:
+        raise UpstreamTimeout(
+            f"{name}: Argo CD or Prometheus did not answer within DRIFTGUARD_ANALYSIS_TIMEOUT"
+        ) from exc
+
+
+def _all(args: dict[str, Any], state: dict[str, Any], ctx: GateContext, deadline: float) -> Verdict:
+    """Every gate at once, under the request's one deadline: any fail fails; then any error is an error."""
     app_args = {"app": args["app"], "appNamespace": args["appNamespace"]}
     names = ["drift", "sync", "freeze"]
     if args.get("query") or args.get("service"):
         names.append("success-rate")
+    futures = {
+        name: _submit(
+            name,
+            app_args if name != "success-rate" else {k: args[k] for k in SuccessRateGate.args},
+            state,
+            ctx,
+        )
+        for name in names
+    }
     verdicts: list[Verdict] = []
     errors: list[UpstreamError] = []
-    for name in names:
-        sub = app_args if name != "success-rate" else {k: args[k] for k in SuccessRateGate.args}
+    for name, future in futures.items():  # all run at once, so waiting in turn costs one deadline
         try:
-            verdicts.append(_decide(name, sub, state))
+            verdicts.append(_wait(future, deadline, name))
         except UpstreamError as exc:
             errors.append(exc)
     failed = [v for v in verdicts if v.verdict == FAIL]
@@ -133,6 +183,26 @@ def _all(args: dict[str, Any], state: dict[str, Any]) -> Verdict:
             "all", INCONCLUSIVE, [f"{v.gate}: {r}" for v in inconclusive for r in v.reasons], observed
         )
     return Verdict("all", PASS, [f"{v.gate}: pass" for v in verdicts], observed)
+
+
+class StrictJSON(DefaultJSONProvider):
+    """Flask's JSON with no NaN/Infinity ever: a float that is not finite is written as Prometheus spells it."""
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        kwargs.setdefault("default", self.default)
+        kwargs.setdefault("ensure_ascii", self.ensure_ascii)
+        kwargs.setdefault("sort_keys", self.sort_keys)
+        return json.dumps(_finite(obj), allow_nan=False, **kwargs)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 ops = Blueprint("ops", __name__)
@@ -150,23 +220,13 @@ def readyz() -> Response:
 
 @ops.get("/metrics")
 def metrics() -> Response:
-    counters: _Counters = current_app.extensions["driftguard"]["counters"]
-    cache: Coalescing[Any] = current_app.extensions["driftguard"]["cache"]
-    lines = [
-        "# HELP driftguard_analysis_requests_total Gate requests by gate and outcome (verdict or HTTP status).",
-        "# TYPE driftguard_analysis_requests_total counter",
-    ]
-    with counters.lock:
-        lines += [
-            f'driftguard_analysis_requests_total{{gate="{g}",outcome="{o}"}} {n}'
-            for (g, o), n in sorted(counters.values.items())
-        ]
-    lines += [
-        "# HELP driftguard_analysis_evaluations_total Gate evaluations that were not served from the cache.",
-        "# TYPE driftguard_analysis_evaluations_total counter",
-    ]
-    lines.append(f"driftguard_analysis_evaluations_total {cache.computed}")
-    return Response("\n".join(lines) + "\n", mimetype="text/plain; version=0.0.4")
+    body, content_type = exposition()
+    return Response(body, content_type=content_type)
+
+
+@ops.get("/openapi.json")
+def openapi_json() -> Response:
+    return jsonify(openapi.spec())
 
 
 def _windows(path: str) -> list[SyncWindow]:
@@ -228,11 +288,14 @@ def create_app(
         cached=lookups.get,
     )
     app = Flask("driftguard-analysis")
+    app.json = StrictJSON(app)
     app.extensions["driftguard"] = {
         "settings": settings,
         "ctx": ctx,
         "cache": Coalescing(settings.cache_ttl),
-        "counters": _Counters(),
+        # gates run here so the request thread can stop waiting at its deadline; a thread held by an
+        # upstream that trickles its headers is freed when that upstream's socket read times out
+        "pool": ThreadPoolExecutor(max_workers=32, thread_name_prefix="driftguard-gate"),
     }
     app.register_blueprint(bp)
     app.register_blueprint(ops)
@@ -240,5 +303,14 @@ def create_app(
     @app.errorhandler(404)
     def not_found(_: Exception) -> tuple[Response, int]:
         return jsonify({"error": "no such endpoint; gates live at /v1/gates/<gate>"}), 404
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> tuple[Response, int]:
+        return jsonify({"error": exc.description or exc.name}), exc.code or 500
+
+    @app.errorhandler(Exception)
+    def internal(exc: Exception) -> tuple[Response, int]:  # Rollouts reads a non-JSON body as a pass
+        app.logger.exception("gate failed unexpectedly")
+        return jsonify({"error": f"internal error ({type(exc).__name__}); see the provider's log"}), 500
 
     return app

@@ -1,11 +1,20 @@
-"""A Prometheus instant query over its HTTP API, with a timeout and clear failures."""
+"""A Prometheus instant query over its HTTP API, with one deadline and an answer checked before use.
+
+What a gate may read (prometheus docs/querying/api.md, "Expression query result formats"): the
+envelope ``{"status": "success", "data": {"resultType": ..., "result": ...}}``; a ``scalar`` is
+``[<unix time>, "<value>"]`` and a ``vector`` sample carries ``"value": [<unix time>, "<value>"]``,
+the value always a JSON *string* (Go's float formatting: "NaN", "+Inf", "-Inf" included). Anything
+else (a matrix, a number or boolean instead of the string, an infinity, non-strict JSON) is refused.
+"""
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
-from driftguard.errors import UpstreamTimeout, UpstreamUnavailable
+from driftguard import upstream
+from driftguard.errors import UpstreamUnavailable
 
 __all__ = ["Prometheus"]
 
@@ -17,49 +26,71 @@ class Prometheus:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self._session = requests.Session()
+        self._session.headers["Accept"] = "application/json"
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
 
-    def instant(self, query: str) -> float | None:
-        """The single value of an instant query; None when there is no data or it is NaN."""
-        import requests
+    def instant(self, query: str, *, deadline: float | None = None) -> float | None:
+        """The single finite value (or NaN) of an instant query; None when there is no data.
 
+        UpstreamUnavailable for every answer that is not a well-formed single sample.
+        """
+        until = time.monotonic() + self.timeout
+        if deadline is not None:
+            until = min(until, deadline)
+        resp = upstream.get(
+            self._session,
+            f"{self.url}/api/v1/query",
+            who="Prometheus",
+            deadline=until,
+            params={"query": query},
+        )
         try:
-            resp = self._session.get(
-                f"{self.url}/api/v1/query", params={"query": query}, timeout=self.timeout
-            )
-        except requests.Timeout as exc:
-            raise UpstreamTimeout(f"Prometheus did not answer within {self.timeout:g} s") from exc
-        except requests.RequestException as exc:
-            raise UpstreamUnavailable(f"Prometheus is unreachable ({type(exc).__name__})") from exc
-        try:
-            body: Any = resp.json()
+            body: Any = upstream.strict_json(resp.body)
         except ValueError as exc:
+            kind = resp.content_type.split(";")[0] or "no content type"
             raise UpstreamUnavailable(
-                f"Prometheus answered HTTP {resp.status_code} with something that is not JSON"
+                f"Prometheus answered HTTP {resp.status} with something that is not JSON ({kind})"
             ) from exc
-        if resp.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
+        if resp.status != 200 or not isinstance(body, dict) or body.get("status") != "success":
             error = body.get("error", "") if isinstance(body, dict) else ""
-            raise UpstreamUnavailable(f"Prometheus answered HTTP {resp.status_code}: {str(error)[:200]}")
-        data = body.get("data") or {}
-        kind, result = data.get("resultType"), data.get("result")
+            raise UpstreamUnavailable(f"Prometheus answered HTTP {resp.status}: {str(error)[:200]}")
+        data = body.get("data")
+        if not isinstance(data, dict):
+            raise UpstreamUnavailable("Prometheus answered a success without a data object")
+        result_type, result = data.get("resultType"), data.get("result")
+        if result_type == "scalar":
+            return _value(result)
+        if result_type != "vector":
+            raise UpstreamUnavailable(
+                f"the query returned a {str(result_type)[:20]}; a gate needs a scalar or a one-sample vector"
+            )
         if not isinstance(result, list):
-            raise UpstreamUnavailable("Prometheus answered a malformed result")
-        try:
-            if kind == "scalar":
-                value = float(result[1])
-            elif kind == "vector":
-                if not result:
-                    return None
-                if len(result) > 1:
-                    raise UpstreamUnavailable(
-                        f"the query returned {len(result)} series; a gate needs exactly one (aggregate it with sum())"
-                    )
-                value = float(result[0]["value"][1])
-            else:
-                raise UpstreamUnavailable(
-                    f"the query returned a {kind}; a gate needs a scalar or a one-sample vector"
-                )
-        except (TypeError, ValueError, KeyError, IndexError) as exc:
-            raise UpstreamUnavailable("Prometheus answered a malformed result") from exc
-        return None if math.isnan(value) else value
+            raise UpstreamUnavailable("Prometheus answered a vector whose result is not a list")
+        if not result:
+            return None
+        if len(result) > 1:
+            raise UpstreamUnavailable(
+                f"the query returned {len(result)} series; a gate needs exactly one (aggregate it with sum())"
+            )
+        sample = result[0]
+        if not isinstance(sample, dict):
+            raise UpstreamUnavailable("Prometheus answered a vector sample that is not an object")
+        return _value(sample.get("value"))
+
+
+def _value(pair: Any) -> float:
+    """``[<time>, "<value>"]`` -> the value: finite or NaN; infinities and non-strings are refused."""
+    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
+        raise UpstreamUnavailable(
+            f'Prometheus answered a sample that is not [<time>, "<value as a string>"]: {str(pair)[:60]}'
+        )
+    try:
+        value = float(pair[1])
+    except ValueError as exc:
+        raise UpstreamUnavailable(
+            f"Prometheus answered a sample value {pair[1][:40]!r} that is not a number"
+        ) from exc
+    if math.isinf(value):
+        raise UpstreamUnavailable(f"Prometheus answered {pair[1][:10]}: an infinite value is no success rate")
+    return value

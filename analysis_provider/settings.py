@@ -28,7 +28,8 @@ class AnalysisSettings:
     prometheus_token: str = field(default="", repr=False)
     """Optional bearer token for Prometheus (DRIFTGUARD_PROMETHEUS_TOKEN)."""
     timeout: float = 4.0
-    """Seconds per upstream request, below Rollouts' default 10 s (DRIFTGUARD_ANALYSIS_TIMEOUT)."""
+    """Seconds for the whole answer of one gate request, ``all`` and every upstream read included
+    (DRIFTGUARD_ANALYSIS_TIMEOUT); keep it under the AnalysisTemplate's timeoutSeconds (10 s at most)."""
     cache_ttl: float = 5.0
     """Seconds a verdict is reused for the same gate and arguments (DRIFTGUARD_ANALYSIS_CACHE_TTL)."""
     freeze_file: str = ""

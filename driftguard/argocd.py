@@ -4,6 +4,8 @@
 ``GET /api/v1/applications/{applicationName}/managed-resources?appNamespace=`` (shapes checked
 against Argo CD v3.5.1's swagger.json). 5xx and connection errors are retried with backoff, then
 raise UpstreamUnavailable; 404 (and Argo CD's 403 for apps the token may not see) raise NotFound.
+Every answer is checked to be the object asked for before it is returned, and each attempt is one
+total deadline (``driftguard.upstream``), never a per-read timeout a trickling server can stretch.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from driftguard import upstream
 from driftguard.env import boolean, from_env
 from driftguard.errors import ConfigError, NotFound, UpstreamTimeout, UpstreamUnavailable
 
@@ -88,6 +91,21 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
+def _check_object(body: Any, what: str, *, name: str, namespace: str | None = None) -> None:
+    """The answer is an object whose metadata names what was asked: a proxy's or a wrong route's answer is not."""
+    if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
+        raise UpstreamUnavailable(f"Argo CD answered something that is not an {what} (no metadata object)")
+    meta = body["metadata"]
+    if meta.get("name") != name:
+        raise UpstreamUnavailable(
+            f"Argo CD answered an object named {str(meta.get('name'))[:80]!r} when asked for {what}"
+        )
+    if namespace is not None and meta.get("namespace") != namespace:
+        raise UpstreamUnavailable(
+            f"Argo CD answered {what} in namespace {str(meta.get('namespace'))[:80]!r}, asked for {namespace!r}"
+        )
+
+
 class ArgoCDClient:
     """A small, typed client; one requests.Session per instance."""
 
@@ -101,72 +119,104 @@ class ArgoCDClient:
         self._session.headers["Accept"] = "application/json"
         self._verify: bool | str = False if settings.insecure else (settings.ca_file or True)
 
-    def application(self, name: str, app_namespace: str = "") -> dict[str, Any]:
-        """The Application object."""
+    def application(
+        self, name: str, app_namespace: str = "", *, deadline: float | None = None
+    ) -> dict[str, Any]:
+        """The Application object, checked to be the one asked for (name, namespace, an object ``status``)."""
+        namespace = app_namespace or self.settings.namespace
+        what = f"Application {name}"
         body = self._get(
-            f"/api/v1/applications/{name}",
-            {"appNamespace": app_namespace or self.settings.namespace},
-            what=f"Application {name}",
+            f"/api/v1/applications/{name}", {"appNamespace": namespace}, what=what, deadline=deadline
         )
-        if not isinstance(body, dict) or "metadata" not in body:
-            raise UpstreamUnavailable(f"Argo CD answered something that is not an Application for {name}")
-        return body
+        _check_object(body, what, name=name, namespace=namespace)
+        # ApplicationStatus is a struct with omitempty, which Go's encoding/json never omits
+        # (argo-cd pkg/apis/application/v1alpha1/types.go, Application): a missing status is not Argo CD
+        for part in ("spec", "status"):
+            if not isinstance(body.get(part), dict):
+                raise UpstreamUnavailable(f"Argo CD answered an {what} without an object {part}")
+        return body  # type: ignore[no-any-return]
 
-    def project(self, name: str) -> dict[str, Any]:
-        """The AppProject object (its spec.syncWindows)."""
-        body = self._get(f"/api/v1/projects/{name}", {}, what=f"AppProject {name}")
-        if not isinstance(body, dict) or "metadata" not in body:
-            raise UpstreamUnavailable(f"Argo CD answered something that is not an AppProject for {name}")
-        return body
+    def project(self, name: str, *, deadline: float | None = None) -> dict[str, Any]:
+        """The AppProject object (its spec.syncWindows), checked to be the one asked for."""
+        what = f"AppProject {name}"
+        body = self._get(f"/api/v1/projects/{name}", {}, what=what, deadline=deadline)
+        _check_object(body, what, name=name)
+        spec = body.get("spec", {})
+        if not isinstance(spec, dict):
+            raise UpstreamUnavailable(f"Argo CD answered an {what} whose spec is not an object")
+        if not isinstance(spec.get("syncWindows", []), list | None):
+            raise UpstreamUnavailable(f"Argo CD answered an {what} whose spec.syncWindows is not a list")
+        return body  # type: ignore[no-any-return]
 
-    def managed_resources(self, name: str, app_namespace: str = "") -> list[ManagedResource]:
+    def managed_resources(
+        self, name: str, app_namespace: str = "", *, deadline: float | None = None
+    ) -> list[ManagedResource]:
         """The managed-resources items (target, live, normalized and predicted states)."""
+        what = f"managed resources of {name}"
         body = self._get(
             f"/api/v1/applications/{name}/managed-resources",
             {"appNamespace": app_namespace or self.settings.namespace},
-            what=f"managed resources of {name}",
+            what=what,
+            deadline=deadline,
         )
-        items = body.get("items") if isinstance(body, dict) else None
+        if not isinstance(body, dict):
+            raise UpstreamUnavailable(f"Argo CD answered {what} that are not an object with items")
+        # items is omitempty (argo-cd pkg/apiclient/application/application.pb.go,
+        # ManagedResourcesResponse): an app that manages nothing answers {}
+        items = body.get("items")
         if items is None:
             return []
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-            raise UpstreamUnavailable(f"Argo CD answered malformed managed resources for {name}")
+            raise UpstreamUnavailable(f"Argo CD answered {what} whose items are not a list of objects")
         return items
 
-    def _get(self, path: str, params: dict[str, str], *, what: str) -> Any:
-        import requests
-
+    def _get(self, path: str, params: dict[str, str], *, what: str, deadline: float | None = None) -> Any:
+        """One answer's JSON; ``deadline`` (time.monotonic()) bounds every attempt and the pauses between them."""
         url = self.settings.url.rstrip("/") + path
         last = ""
         timed_out = False
         params = {k: v for k, v in params.items() if v}
         for attempt in range(self.settings.retries + 1):
             if attempt:
-                time.sleep(min(2.0, 0.2 * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311 - jitter
+                pause = min(2.0, 0.2 * 2**attempt) * (0.5 + random.random() / 2)  # noqa: S311 - jitter
+                if deadline is not None and time.monotonic() + pause >= deadline:
+                    break
+                time.sleep(pause)
+            until = time.monotonic() + self.settings.timeout
+            if deadline is not None:
+                until = min(until, deadline)
             try:
-                resp = self._session.get(
-                    url, params=params, timeout=self.settings.timeout, verify=self._verify
+                resp = upstream.get(
+                    self._session,
+                    url,
+                    who=f"Argo CD ({what})",
+                    deadline=until,
+                    params=params,
+                    verify=self._verify,
                 )
-            except requests.RequestException as exc:
-                last = f"{type(exc).__name__}"
-                timed_out = isinstance(exc, requests.Timeout)
+            except UpstreamUnavailable as exc:
+                last = str(exc)
+                timed_out = isinstance(exc, UpstreamTimeout)
                 continue
-            if resp.status_code in (404, 403):
-                raise NotFound(f"{what}: not found in Argo CD (HTTP {resp.status_code})")
-            if resp.status_code == 401:
+            if resp.status in (404, 403):
+                raise NotFound(f"{what}: not found in Argo CD (HTTP {resp.status})")
+            if resp.status == 401:
                 raise UpstreamUnavailable(f"{what}: Argo CD refused the token (HTTP 401)")
-            if resp.status_code >= 500 or resp.status_code == 429:
-                last = f"HTTP {resp.status_code}"
+            if resp.status >= 500 or resp.status == 429:
+                last = f"HTTP {resp.status}"
                 timed_out = False
                 continue
-            if resp.status_code != 200:
-                raise UpstreamUnavailable(f"{what}: Argo CD answered HTTP {resp.status_code}")
+            if resp.status != 200:
+                raise UpstreamUnavailable(f"{what}: Argo CD answered HTTP {resp.status}")
             try:
-                return resp.json()
+                return upstream.strict_json(resp.body)
             except ValueError as exc:
-                raise UpstreamUnavailable(f"{what}: Argo CD answered something that is not JSON") from exc
+                kind = resp.content_type.split(";")[0] or "no content type"
+                raise UpstreamUnavailable(
+                    f"{what}: Argo CD answered something that is not JSON ({kind}, {len(resp.body)} bytes)"
+                ) from exc
         error = UpstreamTimeout if timed_out else UpstreamUnavailable
-        raise error(f"{what}: Argo CD unreachable after {self.settings.retries + 1} attempt(s) ({last})")
+        raise error(f"{what}: Argo CD unreachable after {attempt + 1} attempt(s) ({last})")
 
     def close(self) -> None:
         self._session.close()

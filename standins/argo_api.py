@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from standins.faults import Fault, send
 from standins.http import running
 
 KUBE_APP = re.compile(r"^/apis/argoproj\.io/v1alpha1/namespaces/([^/]+)/applications/([^/]+)$")
@@ -36,6 +37,8 @@ class FakeArgo:
     fail_with: int | None = None
     delay: float = 0.0
     url: str = ""
+    faults: dict[str, Fault] = field(default_factory=dict)
+    """Misbehave per route: ``application``, ``managed-resources``, ``project``, or ``*`` for every Argo CD route."""
 
     def put(self, app: dict[str, Any]) -> None:
         self.apps[(app["metadata"]["namespace"], app["metadata"]["name"])] = app
@@ -97,13 +100,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return
 
+    fault: Fault | None = None
+
     def _send(self, code: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send(self, code, body, self.fault)
 
     def _answer(self, found: dict[str, Any] | None, what: str, *, kube: bool = False) -> None:
         """200 with the object, or 404 as the kube-apiserver (a Status) or Argo CD (a gRPC-gateway error) says it."""
@@ -126,6 +126,16 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         fake.requests.append((url.path, self.headers.get("Authorization", ""), query))
+        route = (
+            "project"
+            if ARGO_PROJECT.match(url.path)
+            else "managed-resources"
+            if ARGO_MANAGED.match(url.path)
+            else "application"
+            if ARGO_APP.match(url.path)
+            else "kube"
+        )
+        self.fault = fake.faults.get(route) or (fake.faults.get("*") if route != "kube" else None)
         if fake.delay:
             import time
 

@@ -11,14 +11,19 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from standins.faults import Fault, send
 from standins.http import running
 
 
 @dataclass
 class FakePrometheus:
     url: str = ""
-    value: str | None = "0.995"
-    """The sample's value ("NaN" allowed); None answers an empty vector."""
+    value: Any = "0.995"
+    """The sample's value as Prometheus writes it (a string: "NaN", "+Inf" allowed); None answers an
+    empty vector; anything else (a bool, a number) is sent as given, as a broken exporter or proxy would."""
+    result_type: str = "vector"
+    """``vector`` (one sample), ``scalar`` or ``matrix`` (one series of one sample)."""
+    fault: Fault | None = None
     queries: list[str] = field(default_factory=list)
     status: int = 200
     garbage: bool = False
@@ -48,15 +53,27 @@ class _Handler(BaseHTTPRequestHandler):
                 {"status": "error", "errorType": "bad_data", "error": "parse error at char 5"}
             ).encode()
         else:
-            result = [] if fake.value is None else [{"metric": {}, "value": [time.time(), fake.value]}]
-            body = json.dumps(
-                {"status": "success", "data": {"resultType": "vector", "result": result}}
-            ).encode()
+            send(self, 200, self._success(), fake.fault)
+            return
         self.send_response(fake.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _success(self) -> dict[str, Any]:
+        """The query API's success envelope (prometheus docs/querying/api.md) around the scripted value."""
+        fake, now = self.fake, time.time()
+        result: list[Any]
+        if fake.result_type == "scalar":
+            result = [now, fake.value]
+        elif fake.value is None:
+            result = []
+        elif fake.result_type == "matrix":
+            result = [{"metric": {}, "values": [[now, fake.value]]}]
+        else:
+            result = [{"metric": {}, "value": [now, fake.value]}]
+        return {"status": "success", "data": {"resultType": fake.result_type, "result": result}}
 
 
 @contextmanager

@@ -9,12 +9,24 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from driftguard.argocd import ArgoCDClient
-from driftguard.errors import InputError
+from driftguard.errors import InputError, UpstreamUnavailable
 from driftguard.ignore import IgnoreRule, JqRunner
 from driftguard.redact import Redactor
 from driftguard.windows import SyncWindow
 
-__all__ = ["APP_ARGS", "FAIL", "INCONCLUSIVE", "PASS", "Arg", "Gate", "GateContext", "Verdict", "parse_args"]
+__all__ = [
+    "APP_ARGS",
+    "FAIL",
+    "INCONCLUSIVE",
+    "PASS",
+    "Arg",
+    "Gate",
+    "GateContext",
+    "Verdict",
+    "a_string",
+    "an_object",
+    "parse_args",
+]
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -46,6 +58,9 @@ class Arg:
     check: Callable[[str], Any]
     required: bool = False
     default: str | None = None
+    schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "string"})
+    """Its JSON schema in /openapi.json (what ``check`` accepts, as near as a schema can say)."""
+    description: str = ""
 
 
 def app_name(value: str) -> str:
@@ -62,7 +77,20 @@ def namespace(value: str) -> str:
     return value
 
 
-APP_ARGS: dict[str, Arg] = {"app": Arg(app_name, required=True), "appNamespace": Arg(namespace, default="")}
+APP_ARGS: dict[str, Arg] = {
+    "app": Arg(
+        app_name,
+        required=True,
+        schema={"type": "string", "pattern": _NAME.pattern, "maxLength": 253},
+        description="The Application's name",
+    ),
+    "appNamespace": Arg(
+        namespace,
+        default="",
+        schema={"type": "string", "pattern": f"^$|{_NAMESPACE.pattern}", "maxLength": 63},
+        description="The Application's namespace (default: Argo CD's own)",
+    ),
+}
 
 
 def parse_args(spec: Mapping[str, Arg], raw: Mapping[str, str]) -> dict[str, Any]:
@@ -96,9 +124,48 @@ class GateContext:
     now: Callable[[], datetime]
     cached: Callable[[tuple[Any, ...], Callable[[], Any]], Any]
     """Coalescing look-ups shared by the gates (an Application read once serves drift, sync and freeze)."""
+    deadline: float | None = None
+    """``time.monotonic()`` by which this request must be answered: every upstream read stops there."""
 
     def application(self, name: str, app_namespace: str) -> dict[str, Any]:
-        return self.cached(("app", name, app_namespace), lambda: self.argocd.application(name, app_namespace))  # type: ignore[no-any-return]
+        return self.cached(  # type: ignore[no-any-return]
+            ("app", name, app_namespace),
+            lambda: self.argocd.application(name, app_namespace, deadline=self.deadline),
+        )
+
+    def managed_resources(self, name: str, app_namespace: str) -> list[Any]:
+        return self.cached(  # type: ignore[no-any-return]
+            ("managed", name, app_namespace),
+            lambda: self.argocd.managed_resources(name, app_namespace, deadline=self.deadline),
+        )
+
+    def project(self, name: str) -> dict[str, Any]:
+        return self.cached(  # type: ignore[no-any-return]
+            ("project", name), lambda: self.argocd.project(name, deadline=self.deadline)
+        )
+
+    def instant(self, query: str) -> float | None:
+        return self.cached(  # type: ignore[no-any-return]
+            ("prom", query), lambda: self.prometheus.instant(query, deadline=self.deadline)
+        )
+
+
+def an_object(value: Any, where: str) -> dict[str, Any]:
+    """``value`` when it is an object or absent (``{}``); else the upstream answered a shape no gate can read."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UpstreamUnavailable(f"Argo CD answered {where} that is not an object")
+    return value
+
+
+def a_string(value: Any, where: str) -> str:
+    """``value`` when it is a string or absent (``""``); else UpstreamUnavailable naming ``where``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise UpstreamUnavailable(f"Argo CD answered {where} that is not a string")
+    return value
 
 
 class Gate(Protocol):

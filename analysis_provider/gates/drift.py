@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict
+from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict, a_string
+from driftguard import upstream
+from driftguard.errors import InputError, UpstreamUnavailable
 from driftguard.report import build_report
 
 __all__ = ["DriftGate"]
@@ -18,11 +20,15 @@ class DriftGate:
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         app = ctx.application(args["app"], args["appNamespace"])
-        items = ctx.cached(
-            ("managed", args["app"], args["appNamespace"]),
-            lambda: ctx.argocd.managed_resources(args["app"], args["appNamespace"]),
-        )
-        report = build_report(app, items, system_rules=ctx.system_rules, redactor=ctx.redactor, jq=ctx.jq)
+        items = [
+            _readable(i, n) for n, i in enumerate(ctx.managed_resources(args["app"], args["appNamespace"]))
+        ]
+        try:
+            report = build_report(app, items, system_rules=ctx.system_rules, redactor=ctx.redactor, jq=ctx.jq)
+        except InputError as exc:  # the app's own ignoreDifferences: Argo CD's data, not the request
+            raise UpstreamUnavailable(
+                f"Argo CD answered an Application whose rules cannot be read: {exc}"
+            ) from exc
         alerting = report.alerting
         counts = {cls: n for cls, n in report.to_json()["counts"].items() if n}
         observed = {
@@ -44,6 +50,43 @@ class DriftGate:
         if len(alerting) > SHOWN:
             reasons.append(f"... and {len(alerting) - SHOWN} more")
         return Verdict(self.name, FAIL, reasons, observed)
+
+
+STATES = ("targetState", "liveState", "normalizedLiveState", "predictedLiveState")
+
+
+def _readable(item: dict[str, Any], n: int) -> dict[str, Any]:
+    """One managed-resources item with its states parsed, or UpstreamUnavailable.
+
+    Argo CD sends each state as a JSON string of the object, ``"null"`` for a side that does not
+    exist (v1alpha1ResourceDiff in its swagger.json). The drift engine reads an unreadable state as
+    absent, which for both sides means "in sync": here that is refused, never passed.
+    """
+    out = dict(item)
+    for name in STATES:
+        raw = item.get(name)
+        if raw is None:
+            continue
+        if not isinstance(raw, str):
+            raise UpstreamUnavailable(
+                f"Argo CD answered managed resources whose items[{n}].{name} is not a string"
+            )
+        if raw in ("", "null"):
+            continue
+        try:
+            value = upstream.strict_json(raw.encode())
+        except ValueError as exc:
+            raise UpstreamUnavailable(
+                f"Argo CD answered managed resources whose items[{n}].{name} is not JSON"
+            ) from exc
+        if not isinstance(value, dict):
+            raise UpstreamUnavailable(
+                f"Argo CD answered managed resources whose items[{n}].{name} is not an object"
+            )
+        out[name] = value
+    for name in ("group", "kind", "namespace", "name"):
+        a_string(item.get(name), f"managed resources items[{n}].{name}")
+    return out
 
 
 def _v(value: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict
+from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict, a_string, an_object
 from driftguard.errors import UpstreamUnavailable
 from driftguard.windows import SyncWindow, frozen
 
@@ -17,31 +17,49 @@ class FreezeGate:
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         app = ctx.application(args["app"], args["appNamespace"])
-        spec = app.get("spec") or {}
-        dest = spec.get("destination") or {}
-        project_name = str(spec.get("project") or "default")
-        project = ctx.cached(("project", project_name), lambda: ctx.argocd.project(project_name))
-        windows: list[SyncWindow] = []
-        for i, raw in enumerate((project.get("spec") or {}).get("syncWindows") or []):
-            try:
-                windows.append(
-                    SyncWindow.from_dict(raw, origin=f"AppProject {project_name} syncWindows[{i}]")
-                )
-            except (
-                Exception
-            ) as exc:  # a window Argo CD accepted but we cannot read: say so, never pass silently
-                raise UpstreamUnavailable(
-                    f"cannot read AppProject {project_name} syncWindows[{i}]: {exc}"
-                ) from exc
+        spec = an_object(app.get("spec"), "an Application spec")
+        dest = an_object(spec.get("destination"), "spec.destination")
+        # an empty project is the default one (argo-cd types.go, ApplicationSpec.GetProject)
+        project_name = a_string(spec.get("project"), "spec.project") or "default"
+        project = ctx.project(project_name)
+        windows = [
+            _window(raw, f"AppProject {project_name} syncWindows[{i}]")
+            for i, raw in enumerate(
+                an_object(project.get("spec"), "an AppProject spec").get("syncWindows") or []
+            )
+        ]
         windows += ctx.windows
         now = ctx.now()
-        cluster = str(dest.get("name") or dest.get("server") or "")
-        reasons = frozen(
-            windows, app=args["app"], namespace=str(dest.get("namespace") or ""), cluster=cluster, now=now
+        cluster = a_string(dest.get("name"), "spec.destination.name") or a_string(
+            dest.get("server"), "spec.destination.server"
         )
+        target_namespace = a_string(dest.get("namespace"), "spec.destination.namespace")
+        reasons = frozen(windows, app=args["app"], namespace=target_namespace, cluster=cluster, now=now)
         observed = {"windows": len(windows), "now": now.isoformat(timespec="seconds")}
         if reasons:
             return Verdict(self.name, FAIL, reasons, observed)
         return Verdict(
             self.name, PASS, ["no freeze: no deny window active, allowed by every allow window"], observed
         )
+
+
+def _window(raw: Any, origin: str) -> SyncWindow:
+    """One AppProject sync window in the shape Argo CD stores (SyncWindow in argo-cd types.go).
+
+    A window Argo CD holds but we cannot read means we cannot say whether the app is frozen: that
+    is an error, never a pass. Which windows match, and when, is ``driftguard.windows``' business.
+    """
+    if not isinstance(raw, dict):
+        raise UpstreamUnavailable(f"cannot read {origin}: not an object")
+    for key in ("kind", "schedule", "duration", "timeZone"):
+        a_string(raw.get(key), f"{origin}.{key}")
+    for key in ("applications", "namespaces", "clusters"):
+        patterns = raw.get(key)
+        if patterns is not None and not (
+            isinstance(patterns, list) and all(isinstance(p, str) for p in patterns)
+        ):
+            raise UpstreamUnavailable(f"cannot read {origin}: {key} is not a list of strings")
+    try:
+        return SyncWindow.from_dict(raw, origin=origin)
+    except Exception as exc:  # windows.py's parse errors, whatever their type: undecidable, never a pass
+        raise UpstreamUnavailable(f"cannot read {origin}: {exc}") from exc

@@ -34,7 +34,7 @@ def make_app(argo: argo_api.FakeArgo, prom: prometheus.FakePrometheus | None = N
     settings = AnalysisSettings(
         token=TOKEN,
         prometheus_url=prom.url if prom else "",
-        timeout=1.0,
+        timeout=extra.pop("timeout", 1.0),
         cache_ttl=extra.pop("cache_ttl", 0.0),
         argocd=ArgoCDSettings(url=argo.url, token=argo.token),
         **extra,
@@ -49,3 +49,15 @@ def app(argo: argo_api.FakeArgo, prom: prometheus.FakePrometheus) -> Flask:
 
 def get(app: Flask, path: str, *, token: str = TOKEN) -> Any:
     return app.test_client().get(path, headers={"Authorization": f"Bearer {token}"} if token else {})
+
+
+def sample(app: Flask, name: str, **labels: str) -> float:
+    """One sample's value in /metrics (0 when absent); the registry is the process's, so compare deltas."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = get(app, "/metrics", token="").get_data(as_text=True)
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and s.labels == labels:
+                return float(s.value)
+    return 0.0

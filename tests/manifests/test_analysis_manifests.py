@@ -87,5 +87,8 @@ def test_analysis_deployment() -> None:
     assert pod["securityContext"]["runAsUser"] == 999 and c["command"][0] == "driftguard-analysis"
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert float(env["DRIFTGUARD_ANALYSIS_TIMEOUT"]) < 10
+    # our deadline (plus a second for the network) under every template's: Rollouts must hear our reason
+    shortest = min(m["provider"]["web"]["timeoutSeconds"] for t in TEMPLATES for m in t["spec"]["metrics"])
+    assert float(env["DRIFTGUARD_ANALYSIS_TIMEOUT"]) + 1 <= shortest
     assert any(d["kind"] == "Service" and d["metadata"]["name"] == "driftguard-analysis" for d in docs)
     assert Path(ROOT / "manifests/base/analysis/secret.template.yaml").is_file()

@@ -1,0 +1,196 @@
+"""Property: over Argo CD fault x Prometheus fault x gate, every answer is in time and never a false pass.
+
+The stand-ins play every fault (standins/faults.py); the baseline upstreams make every gate pass,
+so ``ok: true`` must come back exactly when no upstream the gate reads misbehaved. Examples are
+bounded (DRIFTGUARD_FAULT_EXAMPLES, default 40) and DRIFTGUARD_ANALYSIS_TIMEOUT is 1.5 s here, so
+the run stays short on a shared machine; DRIFTGUARD_FAULT_LOG=path appends one JSON line per case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analysis_provider.app import create_app
+from analysis_provider.settings import AnalysisSettings
+from driftguard.argocd import ArgoCDSettings
+from standins import argo_api, prometheus
+from standins.argo_api import application
+from standins.faults import Fault, refused_url
+from tests.notifier.conftest import drill_app
+
+from .conftest import NOW, TOKEN
+
+TIMEOUT = 1.5
+APP = "deepseek-inference"
+ROUTES = ("application", "managed-resources", "project")
+NEEDS = {
+    "drift": {"application", "managed-resources"},
+    "sync": {"application"},
+    "freeze": {"application", "project"},
+    "success-rate": {"prometheus"},
+    "all": {*ROUTES, "prometheus"},
+}
+"""What each gate reads."""
+
+# faults any upstream can show (None: down, nothing listens)
+COMMON: dict[str, Fault | None] = {
+    "down": None,
+    "reset": Fault("reset"),
+    "slow": Fault("slow", delay=TIMEOUT + 1),
+    "trickle": Fault("trickle", delay=1.0),
+    "401": Fault("status", 401),
+    "403": Fault("status", 403),
+    "429": Fault("status", 429),
+    "500": Fault("status", 500),
+    "html": Fault("html", status=200),
+    "html-502": Fault("html", status=502),
+    "truncated": Fault("truncated"),
+    "cut": Fault("cut"),
+}
+_ok_app = application(APP)
+WRONG_SHAPES: dict[str, tuple[str, Any]] = {
+    "app-array": ("application", [1, 2]),
+    "app-empty-metadata": ("application", {"metadata": {}}),
+    "app-other-name": ("application", application("other-app")),
+    "app-other-namespace": ("application", application(APP, namespace="team-a")),
+    "app-status-string": ("application", {**_ok_app, "status": "Healthy"}),
+    "app-nan-literal": ("application", {**_ok_app, "spec": {**_ok_app["spec"], "x": float("nan")}}),
+    "managed-array": ("managed-resources", [1, 2]),
+    "managed-items-string": ("managed-resources", {"items": "none"}),
+    "managed-state-garbage": (
+        "managed-resources",
+        {"items": [{"kind": "Deployment", "name": "x", "targetState": "{", "liveState": "{"}]},
+    ),
+    "project-array": ("project", [1]),
+    "project-windows-string": (
+        "project",
+        {"metadata": {"name": "default", "namespace": "argocd"}, "spec": {"syncWindows": "deny"}},
+    ),
+    "project-window-bad": (
+        "project",
+        {
+            "metadata": {"name": "default", "namespace": "argocd"},
+            "spec": {"syncWindows": [{"kind": "deny", "schedule": "whenever", "duration": "1h"}]},
+        },
+    ),
+}
+PROM_VALUES: dict[str, Any] = {
+    "NaN": "NaN",
+    "+Inf": "+Inf",
+    "-Inf": "-Inf",
+    "1e9": "1e9",
+    "bool": True,
+    "number": 0.995,
+    "empty-vector": None,
+}
+
+
+@st.composite
+def argo_faults(draw: st.DrawFn) -> tuple[str, str | None, Any]:
+    """(name, route it hits or None for every route, Fault | None for down)."""
+    name = draw(st.sampled_from(["ok", *COMMON, *WRONG_SHAPES]))
+    if name == "ok":
+        return name, None, None
+    if name in WRONG_SHAPES:
+        route, body = WRONG_SHAPES[name]
+        return name, route, Fault("body", body=body)
+    if name == "down":
+        return name, None, None
+    return name, draw(st.sampled_from([None, *ROUTES])), COMMON[name]
+
+
+PROM = st.sampled_from(["ok", *COMMON, *PROM_VALUES, "matrix", "nan-literal"])
+
+
+@pytest.fixture(scope="module")
+def upstreams() -> Iterator[tuple[argo_api.FakeArgo, prometheus.FakePrometheus]]:
+    with argo_api.serve() as argo, prometheus.serve() as prom:
+        drill_app(argo, patched=False, secret_changed=False, sync="Synced")
+        yield argo, prom
+
+
+def _answer(app: Any, path: str) -> tuple[int, Any, float]:
+    out: dict[str, Any] = {}
+
+    def call() -> None:
+        started = time.monotonic()
+        resp = app.test_client().get(path, headers={"Authorization": f"Bearer {TOKEN}"})
+
+        def refuse(name: str) -> Any:
+            raise AssertionError(f"{name} in an answer: not JSON")
+
+        out["r"] = (resp.status_code, json.loads(resp.get_data(as_text=True), parse_constant=refuse))
+        out["s"] = time.monotonic() - started
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(TIMEOUT + 1)
+    assert "r" in out, f"{path}: no answer within DRIFTGUARD_ANALYSIS_TIMEOUT + 1 s"
+    return out["r"][0], out["r"][1], out["s"]
+
+
+@settings(
+    max_examples=int(os.environ.get("DRIFTGUARD_FAULT_EXAMPLES", "40")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(argo_fault=argo_faults(), prom_fault=PROM, gate=st.sampled_from(list(NEEDS)))
+def test_every_answer_is_in_time_and_never_a_false_pass(
+    upstreams: tuple[argo_api.FakeArgo, prometheus.FakePrometheus],
+    argo_fault: tuple[str, str | None, Any],
+    prom_fault: str,
+    gate: str,
+) -> None:
+    argo, prom = upstreams
+    argo_name, route, fault = argo_fault
+    argo.faults = {} if fault is None else {route or "*": fault}
+    prom.value, prom.result_type, prom.fault = "0.995", "vector", None
+    if prom_fault in COMMON and COMMON[prom_fault] is not None:
+        prom.fault = COMMON[prom_fault]
+    elif prom_fault in PROM_VALUES:
+        prom.value = PROM_VALUES[prom_fault]
+    elif prom_fault == "matrix":
+        prom.result_type = "matrix"
+    elif prom_fault == "nan-literal":
+        prom.fault = Fault(
+            "body", body={"status": "success", "data": {"resultType": "scalar", "result": [1, float("nan")]}}
+        )
+    app = create_app(
+        AnalysisSettings(
+            token=TOKEN,
+            prometheus_url=refused_url() if prom_fault == "down" else prom.url,
+            timeout=TIMEOUT,
+            cache_ttl=0,
+            argocd=ArgoCDSettings(url=refused_url() if argo_name == "down" else argo.url, token=argo.token),
+        ),
+        now=lambda: NOW,
+    )
+    try:
+        query = f"app={APP}" if gate != "success-rate" else ""
+        if gate in ("success-rate", "all"):
+            query += "&service=payment"
+        status, body, seconds = _answer(app, f"/v1/gates/{gate}?{query}")
+    finally:
+        app.extensions["driftguard"]["pool"].shutdown(wait=False)
+    hit = set(ROUTES) if argo_name != "ok" and route is None else ({route} if argo_name != "ok" else set())
+    if prom_fault != "ok":
+        hit.add("prometheus")
+    well = not (hit & NEEDS[gate])
+    if log := os.environ.get("DRIFTGUARD_FAULT_LOG"):
+        with open(log, "a") as f:
+            line = {"argo": argo_name, "route": route, "prom": prom_fault, "gate": gate, "status": status}
+            f.write(json.dumps({**line, "ok": body.get("ok"), "seconds": round(seconds, 3)}) + "\n")
+    assert seconds <= TIMEOUT + 1
+    assert (status == 200 and body["ok"] is True) == well, (argo_name, route, prom_fault, gate, status, body)
+    if status != 200:
+        assert "error" in body and "ok" not in body

@@ -1,0 +1,95 @@
+"""driftguard-analysis as the Deployment runs it (the CLI, gunicorn, two workers): metrics of every worker
+merged, labels that request input cannot grow, and the deadline held by a real server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from standins.argo_api import FakeArgo
+from standins.faults import Fault
+from standins.processes import free_port, stop
+from standins.prometheus import FakePrometheus
+from tests.notifier.conftest import drill_app
+
+from .conftest import TOKEN
+
+CLI = str(Path(sys.executable).parent / "driftguard-analysis")
+TIMEOUT = 1.5
+
+
+@pytest.fixture
+def service(tmp_path: Path, argo: FakeArgo, prom: FakePrometheus) -> Iterator[str]:
+    drill_app(argo, patched=False, secret_changed=False, sync="Synced")
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "TMPDIR": str(tmp_path),  # the multiprocess metrics folder goes here
+        "DRIFTGUARD_ANALYSIS_TOKEN": TOKEN,
+        "DRIFTGUARD_ARGOCD_URL": argo.url,
+        "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
+        "DRIFTGUARD_PROMETHEUS_URL": prom.url,
+        "DRIFTGUARD_ANALYSIS_TIMEOUT": str(TIMEOUT),
+        "DRIFTGUARD_ANALYSIS_CACHE_TTL": "0",
+    }
+    log = (tmp_path / "gunicorn.log").open("wb")
+    proc = subprocess.Popen(
+        [CLI, "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"],
+        env=env,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if requests.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.1)
+        else:
+            raise AssertionError((tmp_path / "gunicorn.log").read_text())
+        yield url
+    finally:
+        stop(proc)
+        log.close()
+
+
+def counts(url: str) -> dict[tuple[str, str], float]:
+    text = requests.get(f"{url}/metrics", timeout=5).text
+    assert "driftguard_fake_metric" not in text
+    return {
+        (s.labels["gate"], s.labels["outcome"]): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "driftguard_analysis_requests_total"
+    }
+
+
+def test_metrics_merge_workers_and_stay_bounded(service: str, argo: FakeArgo) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for _ in range(12):  # a new connection each: gunicorn spreads them over both workers
+        assert requests.get(f"{service}/v1/gates/sync?app=deepseek-inference", headers=auth, timeout=5).ok
+    for i in range(30):
+        requests.get(f"{service}/v1/gates/junk-{i}", headers=auth, timeout=5)
+    requests.get(f'{service}/v1/gates/x"}} 1%0Adriftguard_fake_metric{{a="b', timeout=5)
+    argo.faults["*"] = Fault("trickle", delay=1.0)
+    started = time.monotonic()
+    resp = requests.get(f"{service}/v1/gates/drift?app=deepseek-inference", headers=auth, timeout=10)
+    seconds = time.monotonic() - started
+    assert resp.status_code == 504 and seconds <= TIMEOUT + 1, (resp.status_code, resp.text, seconds)
+    seen = counts(service)
+    assert (
+        seen[("sync", "pass")] == 12 and seen[("unknown", "404")] == 30 and seen[("unknown", "401")] == 1
+    ), seen
+    assert seen[("drift", "504")] == 1, seen
+    assert {gate for gate, _ in seen} <= {"drift", "sync", "success-rate", "freeze", "all", "unknown"}
