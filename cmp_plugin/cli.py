@@ -127,9 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_generate(args: argparse.Namespace | None, *, early: Early | None = None) -> int:
+    from cmp_plugin.confine import check_generate_path
+
     env = AppEnv.from_environ(os.environ)
     settings = CmpSettings.from_env()
     app_dir = Path.cwd()
+    check_generate_path(str(app_dir), env.source_path)
     outcome = pipeline.run(
         app_dir,
         repo_root=pipeline.find_repo_root(app_dir, env.source_path),
@@ -162,7 +165,11 @@ def cmd_discover(args: argparse.Namespace) -> int:
 def cmd_parameters(args: argparse.Namespace) -> int:
     import json
 
+    from cmp_plugin import policy
+
     env = AppEnv.from_environ(os.environ)
+    with contextlib.suppress(GuardRefusal):  # announced as set; generate refuses it with the reason
+        env = policy.apply(env, CmpSettings.from_env())
     announcements = [p.announcement(env.params[p.name]) for p in PARAMETERS]
     json.dump(announcements, sys.stdout)
     sys.stdout.write("\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cmp_plugin import launch
+from cmp_plugin import confine, launch, policy
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.renderers import RenderJob, choose
 from cmp_plugin.settings import CmpSettings
@@ -51,6 +51,7 @@ def run(
     that start (this module, the renderers, argo_env, params, settings, process) stays free of
     ``dataclasses`` and other heavy imports: ``bench/cmp_overhead.py`` measures the difference.
     """
+    env = policy.apply(env, settings)  # the platform's defaults; a tenant loosening past them is refused
     app_dir = app_dir.resolve()
     if not app_dir.is_dir():
         raise InputError(f"app directory {app_dir} does not exist")
@@ -62,6 +63,8 @@ def run(
     try:
         job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
         renderer = choose(app_dir, env.param("renderer"))
+        # before the tool runs: every file it will read resolves inside the checkout
+        confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
         pending = renderer.start(job)
         try:
             import shutil  # for the clean-up below: imported while the tool works, not after
@@ -107,5 +110,12 @@ def run(
 
 
 def find_repo_root(app_dir: Path, source_path: str) -> Path:
-    """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git."""
-    return Path(launch.repo_root(str(app_dir.resolve()), source_path))
+    """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git.
+
+    Searched along the path as given, before symlinks are resolved: an app directory that is a
+    symlink out of its repository must not make the place it points at the "repository".
+    """
+    import os
+
+    logical = os.path.normpath(app_dir if app_dir.is_absolute() else Path.cwd() / app_dir)
+    return Path(launch.repo_root(logical, source_path)).resolve()

@@ -1,0 +1,415 @@
+"""A hostile tenant's repository and Application (issue 14): each attack built here, run with the real
+helm and kustomize, the plugin started as argocd-cmp-server starts it (its own process group, the
+CMP environment, cwd = <checkout>/<source path>).
+
+Every test also checks that the refusal never prints what the outside file holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import cmp_env
+
+SECRET = "s3cr3t-outside-the-checkout-7f1d"
+ENV_SECRET = "env-secret-value-91c2"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """Files of the sidecar that are not in the checkout: a token, another team's values."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "token").write_text(SECRET + "\n")
+    (out / "values.yaml").write_text(f"stolen: {SECRET}\n")
+    (out / "tpl.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  s: {SECRET}\n"
+    )
+    (out / "chart").mkdir()
+    (out / "chart" / "Chart.yaml").write_text("apiVersion: v2\nname: sub\nversion: 1.0.0\n")
+    (out / "chart" / "templates").mkdir()
+    (out / "chart" / "templates" / "cm.yaml").write_text(
+        (out / "tpl.yaml").read_text().replace("name: x", "name: sub")
+    )
+    (out / "manifests").mkdir()
+    (out / "manifests" / "cm.yaml").write_text((out / "tpl.yaml").read_text())
+    return out
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "checkout"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def chart(root: Path, app: str, *, templates: dict[str, str] | None = None, values: str = "") -> Path:
+    here = root / app
+    write(here / "Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n")
+    write(here / "values.yaml", values)
+    for name, text in (templates or {}).items():
+        write(here / "templates" / name, text)
+    return here
+
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  v: {{{{ toYaml .Values | quote }}}}\n"
+
+
+def plugin(
+    cwd: Path,
+    app: str,
+    params: list[dict[str, Any]] | None = None,
+    *,
+    command: str = "generate",
+    cache: Path | None = None,
+    **extra: str,
+) -> subprocess.CompletedProcess[str]:
+    """The plugin as argocd-cmp-server runs it: own process group, exactly the CMP environment."""
+    env = cmp_env(app, params, **extra)
+    env["DRIFTGUARD_CMP_CACHE_DIR"] = str(cache or cwd.parent / "cache")
+    env["DRIFTGUARD_ARGOCD_TOKEN_PROBE"] = ENV_SECRET  # an env value that must never be printed
+    return subprocess.run(
+        [sys.executable, "-m", "cmp_plugin", command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        start_new_session=True,
+    )
+
+
+def refused(run: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """The first stderr line of a refusal; asserts it leaks nothing and names what it must."""
+    assert run.returncode != 0, run.stdout[-2000:]
+    assert SECRET not in run.stdout + run.stderr
+    assert ENV_SECRET not in run.stdout + run.stderr
+    first = run.stderr.splitlines()[0]
+    assert first.startswith("driftguard: "), run.stderr
+    for needle in needles:
+        assert needle in run.stderr, run.stderr
+    return first
+
+
+# --- 1. admin options are not tenant inputs -------------------------------------------------
+
+
+def kustomize_stealer(root: Path, outside: Path) -> Path:
+    here = root / "apps" / "steal"
+    write(
+        here / "kustomization.yaml",
+        f"configMapGenerator:\n  - name: loot\n    files:\n      - t={outside / 'token'}\n",
+    )
+    return here
+
+
+def test_load_restrictor_none_from_the_application_parameters_is_refused(
+    checkout: Path, outside: Path
+) -> None:
+    here = kustomize_stealer(checkout, outside)
+    run = plugin(
+        here, "apps/steal", [{"name": "kustomize-load-restrictor", "string": "LoadRestrictionsNone"}]
+    )
+    first = refused(run, "DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR")
+    assert first.startswith("driftguard: refused by policy: parameter kustomize-load-restrictor")
+
+
+def test_load_restrictor_none_from_the_application_plugin_env_is_refused(
+    checkout: Path, outside: Path
+) -> None:
+    here = kustomize_stealer(checkout, outside)
+    run = plugin(here, "apps/steal", ARGOCD_ENV_DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsNone")
+    assert "refused by policy" in refused(run)
+
+
+def test_enable_helm_from_the_application_is_refused(checkout: Path) -> None:
+    here = write(checkout / "apps" / "k" / "kustomization.yaml", "resources: [cm.yaml]\n").parent
+    write(here / "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    run = plugin(here, "apps/k", [{"name": "kustomize-enable-helm", "string": "true"}])
+    assert "kustomize-enable-helm" in refused(run)
+    # tightening (or restating) the platform's value is fine
+    ok = plugin(
+        here,
+        "apps/k",
+        [
+            {"name": "kustomize-enable-helm", "string": "false"},
+            {"name": "kustomize-load-restrictor", "string": "LoadRestrictionsRootOnly"},
+        ],
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "name: a" in ok.stdout
+
+
+def test_the_platform_may_open_the_load_restrictor_and_a_tenant_may_close_it(
+    checkout: Path, outside: Path
+) -> None:
+    here = kustomize_stealer(checkout, outside)
+    # the sidecar's own setting: the admin's choice, like argocd-cm kustomize.buildOptions ...
+    opened = plugin(here, "apps/steal", DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsNone")
+    # ... still refused: the file it names is outside the checkout
+    refused(opened, "leads outside the repository checkout")
+    # and a tenant can always tighten it back
+    closed = plugin(
+        here,
+        "apps/steal",
+        [{"name": "kustomize-load-restrictor", "string": "LoadRestrictionsRootOnly"}],
+        DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsNone",
+    )
+    refused(closed)
+
+
+# --- 2. a comma in values-files -------------------------------------------------------------
+
+
+def test_a_comma_in_a_values_file_entry_is_refused(checkout: Path, outside: Path) -> None:
+    here = chart(checkout, "apps/c", templates={"cm.yaml": CM.format(name="c")})
+    entry = f"d,{outside / 'values.yaml'}"
+    write(here / "d", "a: 1\n")
+    write(here / entry, "b: 2\n")  # the whole entry exists inside the checkout
+    run = plugin(here, "apps/c", [{"name": "values-files", "array": [entry]}])
+    assert "comma" in refused(run)
+
+
+# --- 3. symlinks out of the checkout --------------------------------------------------------
+
+
+def symlinked(checkout: Path, outside: Path, kind: str) -> tuple[Path, str]:
+    """An app whose ``kind`` part is a symlink out of the checkout."""
+    app = f"apps/{kind}"
+    if kind == "values":
+        here = chart(checkout, app, templates={"cm.yaml": CM.format(name="v")})
+        (here / "values.yaml").unlink()
+        (here / "values.yaml").symlink_to(outside / "values.yaml")
+    elif kind == "files-get":
+        here = chart(
+            checkout,
+            app,
+            templates={
+                "cm.yaml": 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: f\ndata:\n  t: {{ .Files.Get "files/x" | quote }}\n'
+            },
+        )
+        (here / "files").mkdir()
+        (here / "files" / "x").symlink_to(outside / "token")
+    elif kind == "template":
+        here = chart(checkout, app)
+        (here / "templates").mkdir()
+        (here / "templates" / "cm.yaml").symlink_to(outside / "tpl.yaml")
+    elif kind == "subchart":
+        here = chart(checkout, app)
+        (here / "charts").mkdir()
+        (here / "charts" / "sub").symlink_to(outside / "chart")
+    elif kind == "plain":
+        here = checkout / app
+        here.mkdir(parents=True)
+        write(here / "ok.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n")
+        (here / "cm.yaml").symlink_to(outside / "tpl.yaml")
+    elif kind == "app-dir":
+        (checkout / "apps").mkdir(parents=True, exist_ok=True)
+        here = checkout / app
+        here.symlink_to(outside / "manifests")
+    elif kind == "values-file-param":
+        here = chart(checkout, app, templates={"cm.yaml": CM.format(name="p")})
+        (here / "prod.yaml").symlink_to(outside / "values.yaml")
+    else:
+        raise AssertionError(kind)
+    return here, app
+
+
+KINDS = ("values", "files-get", "template", "subchart", "plain", "app-dir", "values-file-param")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_symlink_out_of_the_checkout_is_refused_in_generate(
+    checkout: Path, outside: Path, kind: str
+) -> None:
+    here, app = symlinked(checkout, outside, kind)
+    params = [{"name": "values-files", "array": ["prod.yaml"]}] if kind == "values-file-param" else None
+    run = plugin(here, app, params)
+    assert "outside the repository checkout" in refused(run) or "symlink" in run.stderr.splitlines()[0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_symlink_out_of_the_checkout_is_refused_in_render(checkout: Path, outside: Path, kind: str) -> None:
+    symlinked(checkout, outside, kind)
+    args = ["--values-file", "prod.yaml"] if kind == "values-file-param" else []
+    run = subprocess.run(
+        [sys.executable, "-m", "cmp_plugin", "render", str(checkout / "apps" / kind), *args],
+        cwd=checkout,
+        env={**cmp_env("x"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    first = refused(run)
+    assert "outside the repository checkout" in first or "symlink" in first
+
+
+def test_a_symlink_inside_the_checkout_still_renders(checkout: Path) -> None:
+    here = chart(checkout, "apps/in", templates={"cm.yaml": CM.format(name="in")})
+    write(checkout / "shared" / "values.yaml", "shared: true\n")
+    (here / "values.yaml").unlink()
+    (here / "values.yaml").symlink_to(Path("../../shared/values.yaml"))
+    run = plugin(here, "apps/in")
+    assert run.returncode == 0, run.stderr
+    assert "shared: true" in run.stdout
+
+
+def test_a_kustomize_base_outside_the_checkout_is_refused(checkout: Path, outside: Path) -> None:
+    write(outside / "base" / "kustomization.yaml", "resources: [cm.yaml]\n")
+    write(outside / "base" / "cm.yaml", (outside / "tpl.yaml").read_text())
+    # relative: kustomize itself refuses an absolute base, not one that climbs out
+    here = write(
+        checkout / "apps" / "kb" / "kustomization.yaml", "resources:\n  - ../../../outside/base\n"
+    ).parent
+    assert "refers to" in refused(plugin(here, "apps/kb"))
+
+
+# --- 7. guards a tenant could simply turn off -----------------------------------------------
+
+POLICY = """\
+projects:
+  - project: "prod-*"
+    tenants-may-loosen: false
+    parameters:
+      max-prune-ratio: 0.1
+  - project: "*"
+    parameters:
+      implicit-defaults: {default: warn, tenants-may-loosen: true}
+"""
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path) -> Path:
+    return write(tmp_path / "policy" / "policy.yaml", POLICY)
+
+
+def empty_chart(checkout: Path) -> Path:
+    return chart(
+        checkout, "apps/empty", templates={"none.yaml": "{{- if .Values.enabled }}\nx: y\n{{- end }}\n"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("allow-empty", "true"),
+        ("max-prune-ratio", "1"),
+        ("implicit-defaults", "off"),
+    ],
+)
+def test_production_tenants_cannot_loosen_a_guard(
+    checkout: Path, policy_file: Path, name: str, value: str
+) -> None:
+    here = empty_chart(checkout)
+    run = plugin(
+        here,
+        "apps/empty",
+        [{"name": name, "string": value}],
+        DRIFTGUARD_CMP_POLICY=str(policy_file),
+        ARGOCD_APP_PROJECT_NAME="prod-payments",
+    )
+    first = refused(run)
+    assert first.startswith(f"driftguard: refused by policy: parameter {name}={value}")
+    assert "projects[0] (project 'prod-*')" in first
+
+
+def test_protected_kinds_cannot_be_emptied_under_a_closed_entry(checkout: Path, policy_file: Path) -> None:
+    here = empty_chart(checkout)
+    run = plugin(
+        here,
+        "apps/empty",
+        [{"name": "protected-kinds", "array": []}],
+        DRIFTGUARD_CMP_POLICY=str(policy_file),
+        ARGOCD_APP_PROJECT_NAME="prod-payments",
+    )
+    assert "protected-kinds" in refused(run)
+
+
+def test_plugin_env_is_the_tenant_too(checkout: Path, policy_file: Path) -> None:
+    """ARGOCD_ENV_DRIFTGUARD_* comes from the Application's plugin.env: policed like parameters."""
+    here = empty_chart(checkout)
+    run = plugin(
+        here,
+        "apps/empty",
+        DRIFTGUARD_CMP_POLICY=str(policy_file),
+        ARGOCD_APP_PROJECT_NAME="prod-payments",
+        ARGOCD_ENV_DRIFTGUARD_ALLOW_EMPTY="true",
+    )
+    assert "allow-empty" in refused(run)
+
+
+def test_tightening_is_always_allowed_and_other_projects_may_loosen(
+    checkout: Path, policy_file: Path
+) -> None:
+    here = empty_chart(checkout)
+    tight = plugin(
+        here,
+        "apps/empty",
+        [{"name": "max-prune-ratio", "string": "0.05"}, {"name": "implicit-defaults", "string": "refuse"}],
+        DRIFTGUARD_CMP_POLICY=str(policy_file),
+        ARGOCD_APP_PROJECT_NAME="prod-payments",
+    )
+    assert "refused by empty" in refused(tight)  # past the policy, stopped by the guard itself
+    loose = plugin(
+        here,
+        "apps/empty",
+        [{"name": "allow-empty", "string": "true"}],
+        DRIFTGUARD_CMP_POLICY=str(policy_file),
+        ARGOCD_APP_PROJECT_NAME="team-sandbox",
+    )
+    assert loose.returncode == 0, loose.stderr
+
+
+def test_without_a_policy_file_the_current_defaults_hold(checkout: Path) -> None:
+    here = empty_chart(checkout)
+    assert "refused by empty" in refused(plugin(here, "apps/empty"))
+    loose = plugin(here, "apps/empty", [{"name": "allow-empty", "string": "true"}])
+    assert loose.returncode == 0, loose.stderr
+
+
+def test_the_policy_default_applies_when_the_tenant_sets_nothing(checkout: Path, tmp_path: Path) -> None:
+    here = empty_chart(checkout)
+    policy = write(
+        tmp_path / "p.yaml", 'projects:\n  - project: "*"\n    parameters:\n      allow-empty: true\n'
+    )
+    run = plugin(here, "apps/empty", DRIFTGUARD_CMP_POLICY=str(policy))
+    assert run.returncode == 0, run.stderr
+    shown = plugin(here, "apps/empty", command="parameters", DRIFTGUARD_CMP_POLICY=str(policy))
+    announced = {a["name"]: a for a in json.loads(shown.stdout)}
+    assert announced["allow-empty"]["string"] == "true"
+
+
+def test_a_broken_policy_names_the_setting(checkout: Path, tmp_path: Path) -> None:
+    here = empty_chart(checkout)
+    policy = write(
+        tmp_path / "p.yaml", 'projects:\n  - project: "*"\n    parameters:\n      renderer: helm\n'
+    )
+    run = plugin(here, "apps/empty", DRIFTGUARD_CMP_POLICY=str(policy))
+    assert "DRIFTGUARD_CMP_POLICY" in refused(run)
+    admin = write(
+        tmp_path / "q.yaml",
+        'projects:\n  - project: "*"\n    parameters:\n      kustomize-load-restrictor:\n'
+        "        default: LoadRestrictionsNone\n        tenants-may-loosen: true\n",
+    )
+    assert "can never loosen" in refused(plugin(here, "apps/empty", DRIFTGUARD_CMP_POLICY=str(admin)))
+
+
+def _unused() -> None:  # keep imports used until the later sections land
+    _ = (os, signal, time)
