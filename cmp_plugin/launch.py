@@ -27,15 +27,18 @@ if TYPE_CHECKING:
 __all__ = [
     "Early",
     "cache_dir",
+    "configured_tool",
     "early_start",
     "main",
     "new_scratch",
+    "open_private",
     "plan_file",
     "record",
     "repo_root",
     "safe_name",
     "scratch_root",
     "spawn",
+    "write_private",
 ]
 
 MAGIC = "driftguard-launch-plan 1"
@@ -88,12 +91,84 @@ def cache_dir(environ: Mapping[str, str]) -> str:
 
 
 def safe_name(app_name: str) -> str:
-    """An Application name as a file name: anything but [A-Za-z0-9_.-] becomes '_'."""
-    return "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in app_name)
+    """An Application name as a short file name: a readable prefix and a hash of the whole name.
+
+    ``<ns>_<name>`` can be 63 + 1 + 253 characters, past a file name's 255 bytes; the hash keeps
+    every name distinct (two names cleaned to the same prefix must not share a baseline or plan).
+    """
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # the C module alone: hashlib would cost ~6 ms before the tool starts
+    except ImportError:  # pragma: no cover - other Python builds
+        from hashlib import sha256
+    readable = "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in app_name[:48])
+    return f"{readable}-{sha256(app_name.encode()).hexdigest()[:32]}"
 
 
 def plan_file(cache: str, app_name: str) -> str:
     return os.path.join(cache, safe_name(app_name) + ".plan")
+
+
+def open_private(path: str, limit: int) -> bytes | None:
+    """The file's bytes when it is ours to trust; else None, and a planted file is removed.
+
+    Trusted means: a regular file reached without a symlink, owned by this uid, not writable by
+    group or others. Anyone who can write into a shared $TMPDIR could otherwise hand the next
+    render a command to run (the launch plan) or a baseline to compare with.
+    """
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:  # a symlink (ELOOP), a FIFO, no access: not ours
+        _remove(path)
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            _remove(path)
+            return None
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, mode 0600, never through a planted symlink (OSError on failure)."""
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        _remove(tmp)
+        raise
+
+
+def configured_tool(path: str, environ: Mapping[str, str]) -> bool:
+    """Whether ``path`` is a tool this sidecar is configured to run: DRIFTGUARD_HELM / _KUSTOMIZE, else on PATH."""
+    configured = [environ.get("DRIFTGUARD_HELM", ""), environ.get("DRIFTGUARD_KUSTOMIZE", "")]
+    if path in configured:
+        return True
+    names = [
+        n
+        for n, v in (("helm", configured[0]), ("kustomize", configured[1]), ("kubectl", configured[1]))
+        if not v
+    ]
+    return any(
+        path == os.path.join(d, n) for d in environ.get("PATH", "").split(os.pathsep) if d for n in names
+    )
 
 
 def new_scratch(root: str) -> str:
@@ -169,13 +244,17 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     """Start the planned tool for ``generate``; None when there is no usable plan (never raises)."""
     if argv != ["generate"] or not environ.get("ARGOCD_APP_NAME"):
         return None
+    path = plan_file(cache_dir(environ), environ["ARGOCD_APP_NAME"])
     try:
-        with open(plan_file(cache_dir(environ), environ["ARGOCD_APP_NAME"]), "rb") as f:
-            plan = f.read(1 << 20).decode()
+        data = open_private(path, 1 << 20)
+        plan = data.decode() if data is not None else ""
     except (OSError, UnicodeDecodeError):
         return None
     sections = plan.split(_RS)
     if len(sections) != 3 or sections[0] != MAGIC:
+        return None
+    if not configured_tool(sections[1].split(_US)[0], environ):
+        _remove(path)  # a plan that runs anything but our helm or kustomize was not written by us
         return None
     scratch = ""
     try:
@@ -231,9 +310,6 @@ def record(
     path = plan_file(cache, app_name)
     try:
         os.makedirs(cache, mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(plan)
-        os.replace(tmp, path)
+        write_private(path, plan.encode())
     except OSError:
         pass  # without a plan the next render starts its tool a little later, nothing more

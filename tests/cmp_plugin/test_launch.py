@@ -127,7 +127,8 @@ def test_repo_root_matches_the_source_path_or_the_nearest_git(tmp_path: Path) ->
     (tmp_path / "r" / "a" / "b").mkdir(parents=True)
     assert launch.repo_root(str(tmp_path / "r" / "a" / "b"), "elsewhere") == str(tmp_path / "r")
     assert launch.repo_root(str(tmp_path / "r" / "a" / "b"), "") == str(tmp_path / "r")
-    assert launch.safe_name("team-a_web/x y") == "team-a_web_x_y"
+    assert launch.safe_name("team-a_web/x y").startswith("team-a_web_x_y-")
+    assert launch.safe_name("a/b") != launch.safe_name("a_b")  # cleaned alike, kept apart
 
 
 def test_a_dependency_build_stops_the_planned_helm_first(

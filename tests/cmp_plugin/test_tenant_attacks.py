@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from cmp_plugin import launch
+
 from .conftest import cmp_env
 
 SECRET = "s3cr3t-outside-the-checkout-7f1d"
@@ -411,5 +413,64 @@ def test_a_broken_policy_names_the_setting(checkout: Path, tmp_path: Path) -> No
     assert "can never loosen" in refused(plugin(here, "apps/empty", DRIFTGUARD_CMP_POLICY=str(admin)))
 
 
+# --- 6. the launch plan cannot be planted ---------------------------------------------------
+
+
+def planted(marker: Path, tool: str = "/bin/sh") -> bytes:
+    """A launch plan in the real format that would run ``tool`` and leave ``marker``."""
+    argv = [tool, "-c", f"echo planted > {marker}"]
+    return "\x1e".join(("driftguard-launch-plan 1", "\x1f".join(argv), "PATH=/usr/bin")).encode()
+
+
+@pytest.mark.parametrize("how", ["other-tool", "symlink", "group-writable"])
+def test_a_planted_launch_plan_is_ignored_and_removed(checkout: Path, tmp_path: Path, how: str) -> None:
+    here = chart(checkout, "apps/web", templates={"cm.yaml": CM.format(name="web")})
+    cache = tmp_path / "shared-tmp" / "driftguard"
+    cache.mkdir(parents=True)
+    plan_path = Path(launch.plan_file(str(cache), "argocd_web"))
+    marker = tmp_path / "ran"
+    if how == "other-tool":
+        plan_path.write_bytes(planted(marker))
+    elif how == "symlink":
+        (tmp_path / "elsewhere.plan").write_bytes(planted(marker))
+        plan_path.symlink_to(tmp_path / "elsewhere.plan")
+    else:  # the configured helm, but a file others could have rewritten
+        plan_path.write_bytes(planted(marker, os.environ["DRIFTGUARD_HELM"]))
+        plan_path.chmod(0o666)
+    run = plugin(here, "apps/web", cache=cache)
+    assert run.returncode == 0, run.stderr
+    assert not marker.exists()
+    assert not plan_path.is_symlink()
+    if plan_path.exists():  # replaced by this render's own plan, private and pointing at helm
+        assert plan_path.stat().st_mode & 0o077 == 0
+        assert os.environ["DRIFTGUARD_HELM"].encode() in plan_path.read_bytes()
+
+
+def test_a_planted_baseline_is_not_trusted(checkout: Path, tmp_path: Path) -> None:
+    here = chart(checkout, "apps/web", templates={"cm.yaml": CM.format(name="web")})
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    fake = cache / (launch.safe_name("argocd_web") + ".json")
+    keys = [["", "ConfigMap", "apps", f"cm-{i}"] for i in range(50)]
+    fake.write_text(json.dumps({"revision": "x", "keys": keys}))
+    fake.chmod(0o666)
+    run = plugin(here, "apps/web", cache=cache)
+    assert run.returncode == 0, run.stderr  # the planted 50-resource "baseline" did not refuse it
+
+
+def test_a_250_character_application_name_renders_and_is_cached(checkout: Path, tmp_path: Path) -> None:
+    here = chart(checkout, "apps/web", templates={"cm.yaml": CM.format(name="web")})
+    name = "team-" + "a" * 58 + "_" + "w" * 186
+    cache = tmp_path / "cache"
+    for _ in range(2):  # the second render reads the plan and the baseline the first wrote
+        # helm's own release-name limit (53) is the app's to meet, as with Argo CD's native helm
+        run = plugin(
+            here, "apps/web", [{"name": "release-name", "string": "web"}], cache=cache, ARGOCD_APP_NAME=name
+        )
+        assert run.returncode == 0, run.stderr
+    names = sorted(p.name for p in cache.iterdir())
+    assert len(names) == 2 and all(len(n) < 100 for n in names), names
+
+
 def _unused() -> None:  # keep imports used until the later sections land
-    _ = (os, signal, time)
+    _ = (signal, time)
