@@ -45,6 +45,13 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
     except (DriftguardError, OSError) as exc:
         sys.stderr.write(format_failure(exc))
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
+    except MemoryError:
+        # the cap set at start (launch.limit_resources): a clear refusal instead of the OOM killer
+        sys.stderr.write(
+            "driftguard: error: the render needed more memory than DRIFTGUARD_CMP_MAX_MEMORY allows; refusing it\n"
+            "fix: make the chart or overlay smaller, or ask the platform team to raise DRIFTGUARD_CMP_MAX_MEMORY\n"
+        )
+        return EXIT_ERROR
     finally:
         if early is not None:
             early.close()  # a planned tool the render did not adopt is stopped, its scratch removed

@@ -29,6 +29,8 @@ __all__ = [
     "cache_dir",
     "configured_tool",
     "early_start",
+    "kill_tree",
+    "limit_resources",
     "main",
     "new_scratch",
     "open_private",
@@ -48,14 +50,101 @@ _APP, _REPO, _SCRATCH = "\x01app\x01", "\x01repo\x01", "\x01scratch\x01"
 
 def main() -> None:
     """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin."""
+    limit_resources(sys.argv[1:], os.environ)
     early = early_start(sys.argv[1:], os.environ)
     from cmp_plugin.cli import run
 
     run(early=early)
 
 
+DEFAULT_MAX_MEMORY = 768 * 1024 * 1024
+"""DRIFTGUARD_CMP_MAX_MEMORY's default: under the sidecar container's 1Gi limit (manifests/base/cmp)."""
+
+
+def limit_resources(argv: list[str], environ: Mapping[str, str]) -> None:
+    """Cap this process's memory, and so every tool it starts (limits are inherited), before anything runs.
+
+    RLIMIT_DATA rather than RLIMIT_AS: Go (helm, kustomize) reserves ~600 MiB of address space at
+    start without using it, so an address-space cap either breaks every render or caps nothing;
+    RLIMIT_DATA counts the memory actually made writable. Past it helm dies with "out of memory"
+    and Python raises MemoryError, both refused with a clear message instead of the container's
+    OOM kill. For ``generate`` (one render) the CPU time of each process is capped too, at twice
+    DRIFTGUARD_CMP_TIMEOUT: a tool left behind by a killed plugin cannot spin for ever.
+    A value the settings reject is left to them to report (cmp_plugin/settings.py).
+    """
+    import resource
+
+    try:
+        memory = int(environ.get("DRIFTGUARD_CMP_MAX_MEMORY") or DEFAULT_MAX_MEMORY)
+        timeout = float(environ.get("DRIFTGUARD_CMP_TIMEOUT") or 45.0)
+    except ValueError:
+        return
+    limits = [(resource.RLIMIT_DATA, memory, memory)]
+    if argv == ["generate"] and timeout > 0:
+        cpu = int(2 * timeout) + 1
+        limits.append((resource.RLIMIT_CPU, cpu, cpu + 5))
+    for which, soft, hard in limits:
+        if soft <= 0:
+            continue
+        _, old_hard = resource.getrlimit(which)
+        if old_hard != resource.RLIM_INFINITY:
+            hard, soft = min(hard, old_hard), min(soft, old_hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            pass  # a lower limit set by someone else stays
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process it started (tools share the plugin's process group, see spawn)."""
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGSTOP)  # frozen first: it cannot start more children while we look
+    except ProcessLookupError:
+        return
+    found = [pid]
+    i = 0
+    while i < len(found):
+        for child in _children(found[i]):
+            if child not in found:
+                try:
+                    os.kill(child, signal.SIGSTOP)
+                except ProcessLookupError:
+                    continue
+                found.append(child)
+        i += 1
+    for victim in reversed(found):
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid`` from /proc (Linux); none where /proc cannot tell."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
-    """Start ``argv`` (no shell, no PATH search) in its own session: (pid, stdout fd, stderr fd)."""
+    """Start ``argv`` (no shell, no PATH search) in the plugin's process group: (pid, stdout fd, stderr fd).
+
+    Not in a session of its own: argocd-cmp-server stops a command that overruns by killing its
+    process group (argoproj/argo-cd ``cmpserver/plugin/plugin.go``), and a tool that left the
+    group would keep running, unbounded, after the plugin was gone. ``kill_tree`` stops one tool
+    and its children without touching the plugin.
+    """
     out_r, out_w = os.pipe()  # non-inheritable: the child keeps only what is dup2'ed below
     err_r, err_w = os.pipe()
     try:
@@ -68,7 +157,6 @@ def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
                 (os.POSIX_SPAWN_DUP2, out_w, 1),
                 (os.POSIX_SPAWN_DUP2, err_w, 2),
             ],
-            setsid=True,  # its own session and process group: a kill takes its children too
         )
     except BaseException:
         os.close(out_r)
@@ -217,12 +305,7 @@ class Early:
     def close(self) -> None:
         """Stop the tool unless it was adopted; remove the scratch unless the render took it."""
         if not self.adopted and self.pid > 0:
-            import signal
-
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_tree(self.pid)
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:

@@ -51,6 +51,64 @@ def run(
     that start (this module, the renderers, argo_env, params, settings, process) stays free of
     ``dataclasses`` and other heavy imports: ``bench/cmp_overhead.py`` measures the difference.
     """
+    with deadline(settings.timeout):
+        return _run(app_dir, repo_root=repo_root, env=env, settings=settings, guards=guards, early=early)
+
+
+GRACE = 0.5
+"""Seconds the in-process deadline waits past DRIFTGUARD_CMP_TIMEOUT (still far under Argo CD's 60 s)."""
+
+
+class deadline:
+    """The whole render, in-process work included, under DRIFTGUARD_CMP_TIMEOUT (SIGALRM, main thread).
+
+    The tools have their own deadline (process.ToolRun); this one bounds what runs in Python: the
+    file walks, the scanner, the gating analysis, YAML parsing. CPython's regular-expression engine
+    and the YAML constructors check for signals as they go, so the alarm stops them mid-work.
+    Off the main thread (signals cannot be used there) it does nothing.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.previous: object = None
+        self.armed = False
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread() or self.seconds <= 0:
+            return
+        self.previous = signal.signal(signal.SIGALRM, self._expired)
+        # a moment after a tool's own deadline, so that a slow tool is reported by name (ToolRun)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds + GRACE)
+        self.armed = True
+
+    def _expired(self, signum: int, frame: object) -> None:
+        from driftguard.errors import RenderTimeout
+
+        raise RenderTimeout(
+            f"the render did not finish in {self.seconds:g} s (DRIFTGUARD_CMP_TIMEOUT) and was stopped"
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        if self.armed:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)  # type: ignore[arg-type]
+            self.armed = False
+
+
+def _run(
+    app_dir: Path,
+    *,
+    repo_root: Path,
+    env: AppEnv,
+    settings: CmpSettings,
+    guards: tuple[Guard, ...] | None,
+    early: Early | None,
+) -> Outcome:
     env = policy.apply(env, settings)  # the platform's defaults; a tenant loosening past them is refused
     app_dir = app_dir.resolve()
     if not app_dir.is_dir():

@@ -472,5 +472,87 @@ def test_a_250_character_application_name_renders_and_is_cached(checkout: Path, 
     assert len(names) == 2 and all(len(n) < 100 for n in names), names
 
 
-def _unused() -> None:  # keep imports used until the later sections land
-    _ = (signal, time)
+# --- 4. bounded renders ----------------------------------------------------------------------
+
+BOMB = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n{{- range $i := until 100000000 }}\n  k{{ $i }}: v\n{{- end }}\n"
+SPIN = "{{- range $i := until 20000 }}{{- range $j := until 20000 }}{{- end }}{{- end }}\n"
+
+
+def test_a_memory_bomb_in_helm_is_refused_not_oom_killed(checkout: Path) -> None:
+    here = chart(checkout, "apps/bomb", templates={"cm.yaml": BOMB})
+    run = plugin(here, "apps/bomb", DRIFTGUARD_CMP_MAX_MEMORY=str(256 * 1024 * 1024))
+    first = refused(run)
+    assert "ran out of memory" in first and "DRIFTGUARD_CMP_MAX_MEMORY" in first
+    assert len(run.stderr.splitlines()) <= 4  # no goroutine dump
+
+
+def test_an_alias_bomb_in_a_kustomize_resource_is_refused_not_oom_killed(checkout: Path) -> None:
+    here = checkout / "apps" / "aliases"
+    refs = ", ".join(["*a{p}"] * 10)
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{refs.format(p=i - 1)}]" for i in range(1, 9)]
+    body = "\n  ".join(lines)
+    write(here / "cm.yaml", f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  {body}\n")
+    write(here / "kustomization.yaml", "resources: [cm.yaml]\n")
+    run = plugin(here, "apps/aliases", DRIFTGUARD_CMP_MAX_MEMORY=str(256 * 1024 * 1024))
+    assert "ran out of memory" in refused(run)
+
+
+def test_in_process_work_is_under_the_render_deadline(checkout: Path) -> None:
+    here = checkout / "apps" / "many"
+    here.mkdir(parents=True)
+    for i in range(20000):
+        (here / f"cm-{i:05}.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n")
+    run = plugin(here, "apps/many", DRIFTGUARD_CMP_TIMEOUT="0.2")
+    assert "did not finish in 0.2 s (DRIFTGUARD_CMP_TIMEOUT)" in refused(run)
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            out += [int(c) for c in f.read().split()]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> None:
+    """argocd-cmp-server stops an overrunning command by killing its process group: helm must go too."""
+    here = chart(checkout, "apps/spin", templates={"spin.yaml": SPIN})
+    env = {**cmp_env("apps/spin"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cmp_plugin", "generate"],
+        cwd=here,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # as argocd-cmp-server does (Setpgid)
+    )
+    helm: list[int] = []
+    try:
+        for _ in range(600):  # wait until the plugin has started helm
+            helm = _children(proc.pid)
+            if helm:
+                break
+            time.sleep(0.05)
+        assert helm, "the plugin never started helm"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for _ in range(100):
+            if not any(_alive(p) for p in helm):
+                break
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in helm), "helm outlived the plugin's process group"
+    finally:  # whatever happened, leave no helm behind
+        for p in helm:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
