@@ -6,7 +6,7 @@ thing ``driftguard-cmp generate`` does, with nothing but ``os`` loaded, is start
 previous render of the same Application used (the *launch plan*, kept beside the shrink baseline
 cache), with this checkout's paths. Then the plugin computes the command itself, as always, and
 uses the running tool only when the command and its environment are identical; otherwise it stops
-it (process group, SIGKILL) and starts the right one. Nothing the early tool does is used unless
+it (and its children, SIGKILL) and starts the right one. Nothing the early tool does is used unless
 the full computation, with every check on the way (parameters, paths confined to the checkout,
 dependencies), arrives at exactly that command. Renders that write files before the tool starts
 (inline ``values``, ``helm dependency build``) are never planned.

@@ -28,7 +28,7 @@ class CmpSettings(NamedTuple):
     kustomize: str = ""
     """Path of kustomize, or of kubectl for `kubectl kustomize` (DRIFTGUARD_KUSTOMIZE); default: PATH."""
     timeout: float = 45.0
-    """Seconds a renderer may run before its process group is killed (DRIFTGUARD_CMP_TIMEOUT); under Argo CD's 60 s."""
+    """Seconds a whole render may take, tools and in-process work (DRIFTGUARD_CMP_TIMEOUT); under Argo CD's 60 s."""
     max_output_bytes: int = 64 * 1024 * 1024
     """Largest render accepted (DRIFTGUARD_CMP_MAX_OUTPUT_BYTES)."""
     stray_patterns: tuple[str, ...] = DEFAULT_STRAY

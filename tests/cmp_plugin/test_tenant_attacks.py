@@ -84,7 +84,9 @@ def plugin(
     """The plugin as argocd-cmp-server runs it: own process group, exactly the CMP environment."""
     env = cmp_env(app, params, **extra)
     env["DRIFTGUARD_CMP_CACHE_DIR"] = str(cache or cwd.parent / "cache")
-    env["DRIFTGUARD_ARGOCD_TOKEN_PROBE"] = ENV_SECRET  # an env value that must never be printed
+    # the sidecar's Argo CD token: an env value that must never be printed (nothing listens on :9)
+    env["DRIFTGUARD_ARGOCD_URL"] = "http://127.0.0.1:9"
+    env["DRIFTGUARD_ARGOCD_TOKEN"] = ENV_SECRET
     return subprocess.run(
         [sys.executable, "-m", "cmp_plugin", command],
         cwd=cwd,
@@ -261,6 +263,17 @@ def test_a_symlink_out_of_the_checkout_is_refused_in_render(checkout: Path, outs
     )
     first = refused(run)
     assert "outside the repository checkout" in first or "symlink" in first
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_errors_never_show_what_an_outside_file_holds(checkout: Path, outside: Path, kind: str) -> None:
+    """Outside files that are broken YAML: a parser error would quote them, so they must never be read."""
+    for path in outside.rglob("*"):
+        if path.is_file():
+            path.write_text(f"stolen: [{SECRET}\n  {{{{ {SECRET} \n")
+    here, app = symlinked(checkout, outside, kind)
+    params = [{"name": "values-files", "array": ["prod.yaml"]}] if kind == "values-file-param" else None
+    refused(plugin(here, app, params))  # refused() asserts neither the file nor the token shows
 
 
 def test_a_symlink_inside_the_checkout_still_renders(checkout: Path) -> None:
@@ -475,7 +488,7 @@ def test_a_250_character_application_name_renders_and_is_cached(checkout: Path, 
 # --- 4. bounded renders ----------------------------------------------------------------------
 
 BOMB = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n{{- range $i := until 100000000 }}\n  k{{ $i }}: v\n{{- end }}\n"
-SPIN = "{{- range $i := until 20000 }}{{- range $j := until 20000 }}{{- end }}{{- end }}\n"
+SPIN = "{{- range $i := until 100000 }}{{- range $j := until 100000 }}{{- end }}{{- end }}\n"
 
 
 def test_a_memory_bomb_in_helm_is_refused_not_oom_killed(checkout: Path) -> None:
@@ -543,6 +556,8 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
                 break
             time.sleep(0.05)
         assert helm, "the plugin never started helm"
+        time.sleep(0.5)  # well into the template
+        assert all(_alive(p) for p in helm), "helm ended on its own: the test proves nothing"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         for _ in range(100):
