@@ -278,9 +278,9 @@ def test_errors_never_show_what_an_outside_file_holds(checkout: Path, outside: P
 
 def test_a_symlink_inside_the_checkout_still_renders(checkout: Path) -> None:
     here = chart(checkout, "apps/in", templates={"cm.yaml": CM.format(name="in")})
-    write(checkout / "shared" / "values.yaml", "shared: true\n")
+    write(checkout / "common" / "values.yaml", "shared: true\n")
     (here / "values.yaml").unlink()
-    (here / "values.yaml").symlink_to(Path("../../shared/values.yaml"))
+    (here / "values.yaml").symlink_to(Path("../../common/values.yaml"))
     run = plugin(here, "apps/in")
     assert run.returncode == 0, run.stderr
     assert "shared: true" in run.stdout
