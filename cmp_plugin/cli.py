@@ -104,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ren.add_argument("--app-name", default="", help="the Application's name (release name default)")
     ren.add_argument("--namespace", default="", help="the destination namespace")
+    ren.add_argument(
+        "--project",
+        default="",
+        help="the AppProject, which picks the DRIFTGUARD_CMP_POLICY entry (default: default)",
+    )
     ren.add_argument("-o", "--output", type=Path, help="write the manifests to this file")
     ren.set_defaults(func=cmd_render)
     dif = sub.add_parser(
@@ -197,6 +202,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     env = AppEnv(
         app_name=args.app_name or args.path.resolve().name,
         app_namespace=args.namespace,
+        project=args.project,
         params=params,
         explicit=explicit,
     )

@@ -571,3 +571,28 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
                 os.kill(p, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+
+
+def test_render_applies_the_same_policy_for_a_project(checkout: Path, policy_file: Path) -> None:
+    """A PR check or a laptop sees the refusal the sidecar would give (render --project)."""
+    here = empty_chart(checkout)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cmp_plugin",
+            "render",
+            str(here),
+            "--project",
+            "prod-payments",
+            "--set-param",
+            "allow-empty=true",
+        ],
+        cwd=checkout,
+        env={**cmp_env("x"), "DRIFTGUARD_CMP_POLICY": str(policy_file)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert "refused by policy: parameter allow-empty=true" in refused(run)
