@@ -142,6 +142,13 @@ def test_load_restrictor_none_from_the_application_plugin_env_is_refused(
     assert "refused by policy" in refused(run)
 
 
+def test_load_restrictor_none_as_a_param_variable_is_refused(checkout: Path, outside: Path) -> None:
+    """Argo CD also hands parameters over as PARAM_* variables (without ARGOCD_APP_PARAMETERS)."""
+    here = kustomize_stealer(checkout, outside)
+    run = plugin(here, "apps/steal", PARAM_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsNone")
+    assert "refused by policy" in refused(run)
+
+
 def test_enable_helm_from_the_application_is_refused(checkout: Path) -> None:
     here = write(checkout / "apps" / "k" / "kustomization.yaml", "resources: [cm.yaml]\n").parent
     write(here / "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
@@ -596,3 +603,34 @@ def test_render_applies_the_same_policy_for_a_project(checkout: Path, policy_fil
         timeout=120,
     )
     assert "refused by policy: parameter allow-empty=true" in refused(run)
+
+
+def _running(needle: str) -> list[int]:
+    """Live processes whose command line mentions ``needle``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if needle in cmdline and _alive(int(proc.name)):
+                found.append(int(proc.name))
+    return found
+
+
+def test_a_tool_stopped_at_the_deadline_takes_its_children(checkout: Path) -> None:
+    """kustomize --enable-helm runs helm as its child: a timeout must stop both (they share our group)."""
+    here = checkout / "apps" / "kh"
+    chart(checkout, "apps/kh/charts/spin", templates={"spin.yaml": SPIN})
+    write(
+        here / "kustomization.yaml",
+        "helmGlobals:\n  chartHome: charts\nhelmCharts:\n  - name: spin\n    releaseName: spin\n",
+    )
+    run = plugin(here, "apps/kh", DRIFTGUARD_CMP_TIMEOUT="3", DRIFTGUARD_KUSTOMIZE_ENABLE_HELM="true")
+    try:
+        assert "kustomize build did not finish in 3 s" in refused(run)
+        assert _running(str(here)) == []
+    finally:
+        for pid in _running(str(here)):
+            os.kill(pid, signal.SIGKILL)
