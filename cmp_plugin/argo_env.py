@@ -5,8 +5,9 @@ the Helm release name drops the prefix, as native Argo CD does), ``ARGOCD_APP_NA
 ``ARGOCD_APP_REVISION``, ``ARGOCD_APP_SOURCE_PATH``, ``ARGOCD_APP_SOURCE_REPO_URL``,
 ``KUBE_VERSION``, ``KUBE_API_VERSIONS``, ``ARGOCD_ENV_*``, and the parameters: the JSON in
 ``ARGOCD_APP_PARAMETERS`` (else the ``PARAM_*`` variables), then ``ARGOCD_ENV_DRIFTGUARD_<NAME>``
-for what the Application does not set (a team default set once in the plugin env), then the
-table's default.
+for what the parameters do not set, then the table's default. Both come from the Application
+(``plugin.parameters`` and ``plugin.env``): they are the tenant's, and ``cmp_plugin.policy`` decides
+what they may loosen; the platform's defaults come from the sidecar (``DRIFTGUARD_*``, the policy file).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class AppEnv(NamedTuple):
 
     app_name: str = ""
     app_namespace: str = ""
+    project: str = ""
+    """ARGOCD_APP_PROJECT_NAME: the AppProject, which picks the guard policy's entry (cmp_plugin/policy.py)."""
     revision: str = ""
     source_path: str = ""
     repo_url: str = ""
@@ -65,6 +68,7 @@ class AppEnv(NamedTuple):
         return cls(
             app_name=environ.get("ARGOCD_APP_NAME", ""),
             app_namespace=environ.get("ARGOCD_APP_NAMESPACE", ""),
+            project=environ.get("ARGOCD_APP_PROJECT_NAME", ""),
             revision=environ.get("ARGOCD_APP_REVISION", ""),
             source_path=environ.get("ARGOCD_APP_SOURCE_PATH", ""),
             repo_url=environ.get("ARGOCD_APP_SOURCE_REPO_URL", ""),

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from cmp_plugin import kube
 from cmp_plugin.argo_env import AppEnv
-from cmp_plugin.launch import safe_name
+from cmp_plugin.launch import open_private, safe_name, write_private
 from cmp_plugin.settings import CmpSettings
 from driftguard.manifests import ResourceKey
 
@@ -58,9 +58,10 @@ def fetch(env: AppEnv, settings: CmpSettings) -> tuple[Baseline | None, list[str
         except Exception as exc:
             notes.append(f"could not read Application {namespace}/{name} from the Argo CD API: {_short(exc)}")
     cached = _cache_file(settings, env)
-    if cached.is_file():
+    data = open_private(str(cached), 1 << 26)  # never a file someone else planted in a shared $TMPDIR
+    if data is not None:
         try:
-            raw = json.loads(cached.read_text())
+            raw = json.loads(data)
             keys = frozenset(ResourceKey(*k) for k in raw["keys"])
             return Baseline(
                 keys, f"the last render that passed (revision {raw.get('revision', '?')[:12]})"
@@ -78,10 +79,9 @@ def remember(env: AppEnv, settings: CmpSettings, keys: list[ResourceKey]) -> Non
     path = _cache_file(settings, env)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
         # unsorted and compact: this runs on every render, and order does not matter to fetch()
-        tmp.write_text(json.dumps({"revision": env.revision, "keys": list(set(keys))}, separators=(",", ":")))
-        tmp.replace(path)
+        text = json.dumps({"revision": env.revision, "keys": list(set(keys))}, separators=(",", ":"))
+        write_private(str(path), text.encode())
     except OSError:
         pass  # a cache that cannot be written only weakens the last-resort baseline
 

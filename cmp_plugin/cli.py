@@ -45,6 +45,13 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
     except (DriftguardError, OSError) as exc:
         sys.stderr.write(format_failure(exc))
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
+    except MemoryError:
+        # the cap set at start (launch.limit_resources): a clear refusal instead of the OOM killer
+        sys.stderr.write(
+            "driftguard: error: the render needed more memory than DRIFTGUARD_CMP_MAX_MEMORY allows; refusing it\n"
+            "fix: make the chart or overlay smaller, or ask the platform team to raise DRIFTGUARD_CMP_MAX_MEMORY\n"
+        )
+        return EXIT_ERROR
     finally:
         if early is not None:
             early.close()  # a planned tool the render did not adopt is stopped, its scratch removed
@@ -97,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ren.add_argument("--app-name", default="", help="the Application's name (release name default)")
     ren.add_argument("--namespace", default="", help="the destination namespace")
+    ren.add_argument(
+        "--project",
+        default="",
+        help="the AppProject, which picks the DRIFTGUARD_CMP_POLICY entry (default: default)",
+    )
     ren.add_argument("-o", "--output", type=Path, help="write the manifests to this file")
     ren.set_defaults(func=cmd_render)
     dif = sub.add_parser(
@@ -127,9 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_generate(args: argparse.Namespace | None, *, early: Early | None = None) -> int:
+    from cmp_plugin.confine import check_generate_path
+
     env = AppEnv.from_environ(os.environ)
     settings = CmpSettings.from_env()
     app_dir = Path.cwd()
+    check_generate_path(str(app_dir), env.source_path)
     outcome = pipeline.run(
         app_dir,
         repo_root=pipeline.find_repo_root(app_dir, env.source_path),
@@ -162,7 +177,11 @@ def cmd_discover(args: argparse.Namespace) -> int:
 def cmd_parameters(args: argparse.Namespace) -> int:
     import json
 
+    from cmp_plugin import policy
+
     env = AppEnv.from_environ(os.environ)
+    with contextlib.suppress(GuardRefusal):  # announced as set; generate refuses it with the reason
+        env = policy.apply(env, CmpSettings.from_env())
     announcements = [p.announcement(env.params[p.name]) for p in PARAMETERS]
     json.dump(announcements, sys.stdout)
     sys.stdout.write("\n")
@@ -183,6 +202,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     env = AppEnv(
         app_name=args.app_name or args.path.resolve().name,
         app_namespace=args.namespace,
+        project=args.project,
         params=params,
         explicit=explicit,
     )

@@ -6,7 +6,7 @@ thing ``driftguard-cmp generate`` does, with nothing but ``os`` loaded, is start
 previous render of the same Application used (the *launch plan*, kept beside the shrink baseline
 cache), with this checkout's paths. Then the plugin computes the command itself, as always, and
 uses the running tool only when the command and its environment are identical; otherwise it stops
-it (process group, SIGKILL) and starts the right one. Nothing the early tool does is used unless
+it (and its children, SIGKILL) and starts the right one. Nothing the early tool does is used unless
 the full computation, with every check on the way (parameters, paths confined to the checkout,
 dependencies), arrives at exactly that command. Renders that write files before the tool starts
 (inline ``values``, ``helm dependency build``) are never planned.
@@ -27,15 +27,20 @@ if TYPE_CHECKING:
 __all__ = [
     "Early",
     "cache_dir",
+    "configured_tool",
     "early_start",
+    "kill_tree",
+    "limit_resources",
     "main",
     "new_scratch",
+    "open_private",
     "plan_file",
     "record",
     "repo_root",
     "safe_name",
     "scratch_root",
     "spawn",
+    "write_private",
 ]
 
 MAGIC = "driftguard-launch-plan 1"
@@ -45,14 +50,101 @@ _APP, _REPO, _SCRATCH = "\x01app\x01", "\x01repo\x01", "\x01scratch\x01"
 
 def main() -> None:
     """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin."""
+    limit_resources(sys.argv[1:], os.environ)
     early = early_start(sys.argv[1:], os.environ)
     from cmp_plugin.cli import run
 
     run(early=early)
 
 
+DEFAULT_MAX_MEMORY = 768 * 1024 * 1024
+"""DRIFTGUARD_CMP_MAX_MEMORY's default: under the sidecar container's 1Gi limit (manifests/base/cmp)."""
+
+
+def limit_resources(argv: list[str], environ: Mapping[str, str]) -> None:
+    """Cap this process's memory, and so every tool it starts (limits are inherited), before anything runs.
+
+    RLIMIT_DATA rather than RLIMIT_AS: Go (helm, kustomize) reserves ~600 MiB of address space at
+    start without using it, so an address-space cap either breaks every render or caps nothing;
+    RLIMIT_DATA counts the memory actually made writable. Past it helm dies with "out of memory"
+    and Python raises MemoryError, both refused with a clear message instead of the container's
+    OOM kill. For ``generate`` (one render) the CPU time of each process is capped too, at twice
+    DRIFTGUARD_CMP_TIMEOUT: a tool left behind by a killed plugin cannot spin for ever.
+    A value the settings reject is left to them to report (cmp_plugin/settings.py).
+    """
+    import resource
+
+    try:
+        memory = int(environ.get("DRIFTGUARD_CMP_MAX_MEMORY") or DEFAULT_MAX_MEMORY)
+        timeout = float(environ.get("DRIFTGUARD_CMP_TIMEOUT") or 45.0)
+    except ValueError:
+        return
+    limits = [(resource.RLIMIT_DATA, memory, memory)]
+    if argv == ["generate"] and timeout > 0:
+        cpu = int(2 * timeout) + 1
+        limits.append((resource.RLIMIT_CPU, cpu, cpu + 5))
+    for which, soft, hard in limits:
+        if soft <= 0:
+            continue
+        _, old_hard = resource.getrlimit(which)
+        if old_hard != resource.RLIM_INFINITY:
+            hard, soft = min(hard, old_hard), min(soft, old_hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            pass  # a lower limit set by someone else stays
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process it started (tools share the plugin's process group, see spawn)."""
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGSTOP)  # frozen first: it cannot start more children while we look
+    except ProcessLookupError:
+        return
+    found = [pid]
+    i = 0
+    while i < len(found):
+        for child in _children(found[i]):
+            if child not in found:
+                try:
+                    os.kill(child, signal.SIGSTOP)
+                except ProcessLookupError:
+                    continue
+                found.append(child)
+        i += 1
+    for victim in reversed(found):
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid`` from /proc (Linux); none where /proc cannot tell."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
-    """Start ``argv`` (no shell, no PATH search) in its own session: (pid, stdout fd, stderr fd)."""
+    """Start ``argv`` (no shell, no PATH search) in the plugin's process group: (pid, stdout fd, stderr fd).
+
+    Not in a session of its own: argocd-cmp-server stops a command that overruns by killing its
+    process group (argoproj/argo-cd ``cmpserver/plugin/plugin.go``), and a tool that left the
+    group would keep running, unbounded, after the plugin was gone. ``kill_tree`` stops one tool
+    and its children without touching the plugin.
+    """
     out_r, out_w = os.pipe()  # non-inheritable: the child keeps only what is dup2'ed below
     err_r, err_w = os.pipe()
     try:
@@ -65,7 +157,6 @@ def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
                 (os.POSIX_SPAWN_DUP2, out_w, 1),
                 (os.POSIX_SPAWN_DUP2, err_w, 2),
             ],
-            setsid=True,  # its own session and process group: a kill takes its children too
         )
     except BaseException:
         os.close(out_r)
@@ -88,12 +179,84 @@ def cache_dir(environ: Mapping[str, str]) -> str:
 
 
 def safe_name(app_name: str) -> str:
-    """An Application name as a file name: anything but [A-Za-z0-9_.-] becomes '_'."""
-    return "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in app_name)
+    """An Application name as a short file name: a readable prefix and a hash of the whole name.
+
+    ``<ns>_<name>`` can be 63 + 1 + 253 characters, past a file name's 255 bytes; the hash keeps
+    every name distinct (two names cleaned to the same prefix must not share a baseline or plan).
+    """
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # the C module alone: hashlib would cost ~6 ms before the tool starts
+    except ImportError:  # pragma: no cover - other Python builds
+        from hashlib import sha256
+    readable = "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in app_name[:48])
+    return f"{readable}-{sha256(app_name.encode()).hexdigest()[:32]}"
 
 
 def plan_file(cache: str, app_name: str) -> str:
     return os.path.join(cache, safe_name(app_name) + ".plan")
+
+
+def open_private(path: str, limit: int) -> bytes | None:
+    """The file's bytes when it is ours to trust; else None, and a planted file is removed.
+
+    Trusted means: a regular file reached without a symlink, owned by this uid, not writable by
+    group or others. Anyone who can write into a shared $TMPDIR could otherwise hand the next
+    render a command to run (the launch plan) or a baseline to compare with.
+    """
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:  # a symlink (ELOOP), a FIFO, no access: not ours
+        _remove(path)
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            _remove(path)
+            return None
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, mode 0600, never through a planted symlink (OSError on failure)."""
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        _remove(tmp)
+        raise
+
+
+def configured_tool(path: str, environ: Mapping[str, str]) -> bool:
+    """Whether ``path`` is a tool this sidecar is configured to run: DRIFTGUARD_HELM / _KUSTOMIZE, else on PATH."""
+    configured = [environ.get("DRIFTGUARD_HELM", ""), environ.get("DRIFTGUARD_KUSTOMIZE", "")]
+    if path in configured:
+        return True
+    names = [
+        n
+        for n, v in (("helm", configured[0]), ("kustomize", configured[1]), ("kubectl", configured[1]))
+        if not v
+    ]
+    return any(
+        path == os.path.join(d, n) for d in environ.get("PATH", "").split(os.pathsep) if d for n in names
+    )
 
 
 def new_scratch(root: str) -> str:
@@ -142,12 +305,7 @@ class Early:
     def close(self) -> None:
         """Stop the tool unless it was adopted; remove the scratch unless the render took it."""
         if not self.adopted and self.pid > 0:
-            import signal
-
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_tree(self.pid)
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
@@ -169,13 +327,17 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     """Start the planned tool for ``generate``; None when there is no usable plan (never raises)."""
     if argv != ["generate"] or not environ.get("ARGOCD_APP_NAME"):
         return None
+    path = plan_file(cache_dir(environ), environ["ARGOCD_APP_NAME"])
     try:
-        with open(plan_file(cache_dir(environ), environ["ARGOCD_APP_NAME"]), "rb") as f:
-            plan = f.read(1 << 20).decode()
+        data = open_private(path, 1 << 20)
+        plan = data.decode() if data is not None else ""
     except (OSError, UnicodeDecodeError):
         return None
     sections = plan.split(_RS)
     if len(sections) != 3 or sections[0] != MAGIC:
+        return None
+    if not configured_tool(sections[1].split(_US)[0], environ):
+        _remove(path)  # a plan that runs anything but our helm or kustomize was not written by us
         return None
     scratch = ""
     try:
@@ -231,9 +393,6 @@ def record(
     path = plan_file(cache, app_name)
     try:
         os.makedirs(cache, mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(plan)
-        os.replace(tmp, path)
+        write_private(path, plan.encode())
     except OSError:
         pass  # without a plan the next render starts its tool a little later, nothing more

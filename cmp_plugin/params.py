@@ -170,7 +170,7 @@ PARAMETERS: tuple[Param, ...] = (
         STRING,
         False,
         "Kustomize: enable Helm",
-        "kustomize build --enable-helm (helmCharts in kustomization.yaml)",
+        "kustomize build --enable-helm; only the platform turns it on (DRIFTGUARD_KUSTOMIZE_ENABLE_HELM), an app may turn it off",
         item_type="boolean",
     ),
     Param(
@@ -178,7 +178,7 @@ PARAMETERS: tuple[Param, ...] = (
         STRING,
         "LoadRestrictionsRootOnly",
         "Kustomize: load restrictor",
-        "LoadRestrictionsRootOnly or LoadRestrictionsNone",
+        "Only the platform opens it (DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR); an app may only set LoadRestrictionsRootOnly",
         choices=("LoadRestrictionsRootOnly", "LoadRestrictionsNone"),
     ),
     Param(

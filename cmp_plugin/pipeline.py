@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cmp_plugin import launch
+from cmp_plugin import confine, launch, policy
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.renderers import RenderJob, choose
 from cmp_plugin.settings import CmpSettings
@@ -51,6 +51,65 @@ def run(
     that start (this module, the renderers, argo_env, params, settings, process) stays free of
     ``dataclasses`` and other heavy imports: ``bench/cmp_overhead.py`` measures the difference.
     """
+    with deadline(settings.timeout):
+        return _run(app_dir, repo_root=repo_root, env=env, settings=settings, guards=guards, early=early)
+
+
+GRACE = 0.5
+"""Seconds the in-process deadline waits past DRIFTGUARD_CMP_TIMEOUT (still far under Argo CD's 60 s)."""
+
+
+class deadline:
+    """The whole render, in-process work included, under DRIFTGUARD_CMP_TIMEOUT (SIGALRM, main thread).
+
+    The tools have their own deadline (process.ToolRun); this one bounds what runs in Python: the
+    file walks, the scanner, the gating analysis, YAML parsing. CPython's regular-expression engine
+    and the YAML constructors check for signals as they go, so the alarm stops them mid-work.
+    Off the main thread (signals cannot be used there) it does nothing.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.previous: object = None
+        self.armed = False
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread() or self.seconds <= 0:
+            return
+        self.previous = signal.signal(signal.SIGALRM, self._expired)
+        # a moment after a tool's own deadline, so that a slow tool is reported by name (ToolRun)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds + GRACE)
+        self.armed = True
+
+    def _expired(self, signum: int, frame: object) -> None:
+        from driftguard.errors import RenderTimeout
+
+        raise RenderTimeout(
+            f"the render did not finish in {self.seconds:g} s (DRIFTGUARD_CMP_TIMEOUT) and was stopped"
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        if self.armed:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)  # type: ignore[arg-type]
+            self.armed = False
+
+
+def _run(
+    app_dir: Path,
+    *,
+    repo_root: Path,
+    env: AppEnv,
+    settings: CmpSettings,
+    guards: tuple[Guard, ...] | None,
+    early: Early | None,
+) -> Outcome:
+    env = policy.apply(env, settings)  # the platform's defaults; a tenant loosening past them is refused
     app_dir = app_dir.resolve()
     if not app_dir.is_dir():
         raise InputError(f"app directory {app_dir} does not exist")
@@ -62,6 +121,8 @@ def run(
     try:
         job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
         renderer = choose(app_dir, env.param("renderer"))
+        # before the tool runs: every file it will read resolves inside the checkout
+        confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
         pending = renderer.start(job)
         try:
             import shutil  # for the clean-up below: imported while the tool works, not after
@@ -107,5 +168,12 @@ def run(
 
 
 def find_repo_root(app_dir: Path, source_path: str) -> Path:
-    """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git."""
-    return Path(launch.repo_root(str(app_dir.resolve()), source_path))
+    """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git.
+
+    Searched along the path as given, before symlinks are resolved: an app directory that is a
+    symlink out of its repository must not make the place it points at the "repository".
+    """
+    import os
+
+    logical = os.path.normpath(app_dir if app_dir.is_absolute() else Path.cwd() / app_dir)
+    return Path(launch.repo_root(logical, source_path)).resolve()

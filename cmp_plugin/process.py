@@ -1,4 +1,4 @@
-"""Run a render tool: argv only (never a shell), its own process group, a deadline, an output cap.
+"""Run a render tool: argv only (never a shell), in the plugin's process group, a deadline, caps.
 
 The tool is started with ``os.posix_spawn`` (``launch.spawn``) rather than ``subprocess``: generate
 starts helm before anything else, and ``subprocess`` is ~5 ms of imports on that path. posix_spawn
@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from cmp_plugin.launch import spawn
+from cmp_plugin.launch import kill_tree, spawn
 from driftguard.errors import RenderError, RenderTimeout
 
 __all__ = ["ToolRun", "run_tool", "tool_env", "trim"]
@@ -61,6 +61,25 @@ def trim(text: str, *, lines: int = 20, chars: int = 2000) -> str:
     kept = text.strip().splitlines()[-lines:]
     out = "\n".join(kept)
     return out[-chars:]
+
+
+def _out_of_memory(stderr: str) -> bool:
+    """Go's runtime, when a tool hits the memory cap, says so on stderr (then dumps every goroutine)."""
+    return any(m in stderr for m in _OOM_MARKERS)
+
+
+_OOM_MARKERS = (
+    "fatal error: runtime: out of memory",
+    "fatal error: out of memory",
+    "fatal error: runtime: cannot allocate memory",
+)
+
+
+def _oom_line(stderr: str) -> str:
+    for line in stderr.splitlines():
+        if any(m in line for m in _OOM_MARKERS):
+            return line.strip()[:200]
+    return ""
 
 
 def run_tool(
@@ -110,6 +129,7 @@ class ToolRun:
         """The tool's stdout once it exits 0; RenderError otherwise."""
         out: list[bytes] = []
         err: list[bytes] = []
+        head = b""  # the start of stderr: where Go says "out of memory" before its goroutine dump
         size = 0
         sel = selectors.DefaultSelector()
         sel.register(self._out, selectors.EVENT_READ, out)
@@ -138,12 +158,24 @@ class ToolRun:
                                 f"{self.name} printed more than {self.max_output} bytes; refusing the render"
                             )
                     elif len(err) > MAX_STDERR_CHUNKS:
+                        if len(head) < 4096:  # Go writes its fatal error in pieces
+                            head += err[0][: 4096 - len(head)]
                         del err[0]  # only the end of stderr is ever shown (trim)
             code = self._reap()
         finally:
             sel.close()
             self._close()
         stderr = b"".join(err).decode(errors="replace")
+        if code != 0 and _out_of_memory(head.decode(errors="replace") + stderr):
+            raise RenderError(
+                f"{self.name} ran out of memory (DRIFTGUARD_CMP_MAX_MEMORY caps each render process); "
+                "refusing the render",
+                stderr=_oom_line(head.decode(errors="replace") + stderr),
+            )
+        if code == -signal.SIGXCPU:
+            raise RenderTimeout(
+                f"{self.name} used more CPU time than a render may (2 x DRIFTGUARD_CMP_TIMEOUT)"
+            )
         if code != 0:
             raise RenderError(f"{self.name} failed (exit {code})", stderr=trim(stderr))
         try:
@@ -167,8 +199,8 @@ class ToolRun:
         return self.code
 
     def _kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGKILL)
+        if self.code is None:
+            kill_tree(self.pid)  # the tool and its children; the plugin's process group is shared
         if self.code is None:
             with contextlib.suppress(ChildProcessError):
                 _, status = os.waitpid(self.pid, 0)

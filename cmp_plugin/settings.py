@@ -28,7 +28,7 @@ class CmpSettings(NamedTuple):
     kustomize: str = ""
     """Path of kustomize, or of kubectl for `kubectl kustomize` (DRIFTGUARD_KUSTOMIZE); default: PATH."""
     timeout: float = 45.0
-    """Seconds a renderer may run before its process group is killed (DRIFTGUARD_CMP_TIMEOUT); under Argo CD's 60 s."""
+    """Seconds a whole render may take, tools and in-process work (DRIFTGUARD_CMP_TIMEOUT); under Argo CD's 60 s."""
     max_output_bytes: int = 64 * 1024 * 1024
     """Largest render accepted (DRIFTGUARD_CMP_MAX_OUTPUT_BYTES)."""
     stray_patterns: tuple[str, ...] = DEFAULT_STRAY
@@ -58,6 +58,14 @@ class CmpSettings(NamedTuple):
     """CA bundle for the Argo CD API's certificate (DRIFTGUARD_ARGOCD_CA_FILE), as for the services."""
     argocd_insecure: bool = False
     """Skip TLS verification of the Argo CD API (DRIFTGUARD_ARGOCD_INSECURE): for a lab, never for production."""
+    policy_file: str = ""
+    """The platform's guard policy, YAML (DRIFTGUARD_CMP_POLICY); see cmp_plugin/policy.py and docs/security.md."""
+    kustomize_load_restrictor: str = "LoadRestrictionsRootOnly"
+    """kustomize --load-restrictor for every build (DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR): the platform's, never a tenant's."""
+    kustomize_enable_helm: bool = False
+    """kustomize --enable-helm for every build (DRIFTGUARD_KUSTOMIZE_ENABLE_HELM): the platform's, never a tenant's."""
+    max_memory: int = 768 * 1024 * 1024
+    """Address space each render may use, the plugin and its tools each (DRIFTGUARD_CMP_MAX_MEMORY): under the sidecar's 1Gi limit."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
@@ -108,6 +116,13 @@ class CmpSettings(NamedTuple):
         return [found, "kustomize"] if Path(found).name.startswith("kubectl") else [found, "build"]
 
 
+def _restrictor(raw: str) -> str:
+    value = raw.strip()
+    if value not in ("LoadRestrictionsRootOnly", "LoadRestrictionsNone"):
+        raise ValueError("expected LoadRestrictionsRootOnly or LoadRestrictionsNone")
+    return value
+
+
 def _patterns(raw: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in raw.split(",") if p.strip())
 
@@ -128,4 +143,8 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_ARGOCD_TOKEN": ("argocd_token", str),
     "DRIFTGUARD_ARGOCD_CA_FILE": ("argocd_ca_file", str),
     "DRIFTGUARD_ARGOCD_INSECURE": ("argocd_insecure", boolean),
+    "DRIFTGUARD_CMP_POLICY": ("policy_file", str),
+    "DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR": ("kustomize_load_restrictor", _restrictor),
+    "DRIFTGUARD_KUSTOMIZE_ENABLE_HELM": ("kustomize_enable_helm", boolean),
+    "DRIFTGUARD_CMP_MAX_MEMORY": ("max_memory", positive(int)),
 }

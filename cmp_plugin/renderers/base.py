@@ -141,6 +141,11 @@ def confined(job: RenderJob, relative: str, *, what: str) -> Path:
     """``relative`` resolved from the app directory; it must stay inside the repository checkout."""
     if not relative.strip():
         raise InputError(f"{what}: empty path")
+    if "," in relative:
+        # helm splits --values on commas: "d,/abs/path" would read /abs/path after this check passed
+        raise InputError(
+            f"{what} {relative!r}: a comma is not allowed in a path (helm splits --values on commas)"
+        )
     candidate = Path(relative)
     if candidate.is_absolute():
         raise InputError(

@@ -163,9 +163,13 @@ def test_kustomize_load_restrictor_parameter(generate: Generate, repo: Path) -> 
     refused = generate("overlays/loose")
     assert refused.returncode == 2 and refused.stderr.startswith("driftguard: error: kustomize build failed")
     assert "security" in refused.stderr or "restrict" in refused.stderr.lower()
-    proc = generate(
+    # the Application cannot open it (issue 14: Argo CD takes it from argocd-cm only) ...
+    tenant = generate(
         "overlays/loose", [{"name": "kustomize-load-restrictor", "string": "LoadRestrictionsNone"}]
     )
+    assert tenant.returncode == 3 and tenant.stderr.startswith("driftguard: refused by policy")
+    # ... the sidecar's own setting can, like kustomize.buildOptions
+    proc = generate("overlays/loose", DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsNone")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == bare(
         [KUBECTL, "kustomize", ".", "--load-restrictor", "LoadRestrictionsNone"], overlay

@@ -1,0 +1,218 @@
+"""Nothing outside the checkout is read: every file a render will read resolves inside the repository.
+
+Argo CD's repo-server refuses a checkout holding a symlink that is absolute or leads outside it
+before any render (argoproj/argo-cd ``util/app/path/path.go``, ``CheckOutOfBoundsSymlinks``), but
+``driftguard-cmp render`` and ``diff`` run on laptops and in CI without it, and the sidecar should
+not depend on it alone. So before the tool starts we walk what the tool will read: the chart
+directory (helm loads every file in it, following symlinks), the plain-manifest directory, and for
+kustomize every directory and file its kustomization files name. A symlink that resolves outside
+the repository root is refused, whatever it points at, and so is a path parameter that leaves it.
+The refusal names the path inside the checkout, never the target's content.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from driftguard.errors import InputError
+
+__all__ = ["check_app_dir", "check_render_inputs", "check_tree", "inside"]
+
+MAX_ENTRIES = 200_000
+"""Directory entries walked for one render: beyond this the checkout is refused, not walked for ever."""
+
+_KUSTOMIZE_MARKERS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+_DIR_FIELDS = ("resources", "bases", "components")
+_FILE_FIELDS = (
+    "crds",
+    "configurations",
+    "generators",
+    "transformers",
+    "validators",
+    "patchesStrategicMerge",
+)
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether the real ``path`` is ``root`` or below it (``root`` already real)."""
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip("/") + "/")
+
+
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(path, root) if path.startswith(root) else os.path.basename(path)
+
+
+def check_app_dir(app_dir: Path, repo_root: Path) -> None:
+    """The app directory itself must resolve inside the checkout (a symlinked app path is refused)."""
+    root = os.path.realpath(repo_root)
+    if not inside(str(app_dir), root):
+        raise InputError(
+            f"the app directory {app_dir.name} resolves outside the repository checkout "
+            "(a symlink on its path leads out); refusing to render it"
+        )
+
+
+def check_generate_path(cwd: str, source_path: str) -> None:
+    """In ``generate``, the real working directory must end with ``ARGOCD_APP_SOURCE_PATH``.
+
+    argocd-cmp-server runs the command in ``<checkout>/<source path>``; when the real directory does
+    not end with that path, a symlink on the way led somewhere else.
+    """
+    parts = [p for p in source_path.split("/") if p not in ("", ".")]
+    here = os.path.realpath(cwd).rstrip("/").split("/")
+    if parts and here[-len(parts) :] != parts:
+        raise InputError(
+            f"the app directory {source_path!r} is reached through a symlink (the real directory is not "
+            "<checkout>/ARGOCD_APP_SOURCE_PATH); refusing to render it"
+        )
+
+
+def check_tree(top: Path, repo_root: Path, *, what: str) -> None:
+    """Refuse when ``top``, or any symlink below it (followed as the tools follow it), leads outside."""
+    root = os.path.realpath(repo_root)
+    start = os.path.realpath(top)
+    if not inside(start, root):
+        raise InputError(f"{what} {_rel(str(top), root)} resolves outside the repository checkout")
+    seen = {start}
+    stack = [start]
+    entries = 0
+    while stack:
+        current = stack.pop()
+        try:
+            listing = list(os.scandir(current))
+        except OSError:
+            continue  # unreadable to us is unreadable to the tool: it fails on its own
+        for entry in listing:
+            entries += 1
+            if entries > MAX_ENTRIES:
+                raise InputError(f"{what} holds more than {MAX_ENTRIES} files and directories")
+            if entry.is_symlink():
+                real = os.path.realpath(entry.path)
+                if not inside(real, root):
+                    raise InputError(
+                        f"{what}: {_rel(entry.path, root)} is a symlink that leads outside the repository "
+                        "checkout; remove it or replace it with the file itself"
+                    )
+                if os.path.isdir(real) and real not in seen:
+                    seen.add(real)
+                    stack.append(real)
+            elif entry.is_dir(follow_symlinks=False) and entry.name != ".git":
+                stack.append(entry.path)
+
+
+def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str) -> None:
+    """Every file the chosen renderer will read is inside the checkout; InputError otherwise."""
+    check_app_dir(app_dir, repo_root)
+    if renderer == "kustomize":
+        _check_kustomize(app_dir, repo_root)
+        return
+    what = {"helm": "the chart", "directory": "the manifest directory"}.get(renderer, "the app directory")
+    check_tree(app_dir, repo_root, what=what)
+    if renderer == "helm":
+        _check_chart_dependencies(app_dir, repo_root)
+
+
+def _check_chart_dependencies(chart_dir: Path, repo_root: Path) -> None:
+    """``file://`` dependencies (copied in by ``helm dependency build``) must be in the checkout too."""
+    try:
+        text = (chart_dir / "Chart.yaml").read_text()
+    except OSError:
+        return
+    if "file://" not in text:
+        return
+    chart = _load_yaml(text, "Chart.yaml")
+    deps = chart.get("dependencies") if isinstance(chart, dict) else None
+    for dep in deps if isinstance(deps, list) else []:
+        repo = str(dep.get("repository") or "") if isinstance(dep, dict) else ""
+        if repo.startswith("file://"):
+            target = chart_dir / repo[len("file://") :]
+            if not inside(str(target), os.path.realpath(repo_root)):
+                raise InputError(
+                    f"Chart.yaml dependency {dep.get('name')!r}: {repo} leads outside the repository checkout"
+                )
+            check_tree(target, repo_root, what=f"chart dependency {dep.get('name')!r}")
+
+
+def _load_yaml(text: str, origin: str) -> Any:
+    import yaml
+
+    from driftguard.manifests import safe_load
+
+    try:
+        return safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{origin} is not valid YAML: {exc}") from exc
+
+
+def _check_kustomize(app_dir: Path, repo_root: Path) -> None:
+    """Walk the kustomization graph: each directory it builds, each file it names, all inside."""
+    root = os.path.realpath(repo_root)
+    todo = [os.path.realpath(app_dir)]
+    done: set[str] = set()
+    while todo:
+        here = todo.pop()
+        if here in done:
+            continue
+        done.add(here)
+        check_tree(Path(here), repo_root, what="the kustomization")
+        marker = next((m for m in _KUSTOMIZE_MARKERS if os.path.isfile(os.path.join(here, m))), None)
+        if marker is None:
+            continue
+        with open(os.path.join(here, marker), encoding="utf-8", errors="replace") as f:
+            doc = _load_yaml(f.read(), f"{_rel(os.path.join(here, marker), root)}")
+        if not isinstance(doc, dict):
+            continue
+        for ref in _references(doc):
+            target = os.path.join(here, ref)
+            if not os.path.lexists(target):
+                continue  # a remote base, or missing: kustomize fetches or fails on its own
+            if not inside(target, root):
+                raise InputError(
+                    f"{_rel(os.path.join(here, marker), root)} refers to {ref!r}, which leads outside the "
+                    "repository checkout"
+                )
+            if os.path.isdir(target):
+                todo.append(os.path.realpath(target))
+
+
+def _references(doc: dict[str, Any]) -> list[str]:
+    """Every local path a kustomization may read (files, directories), as written."""
+    out: list[str] = []
+
+    def add(value: Any) -> None:
+        if isinstance(value, str) and value.strip():
+            out.append(value.split("=", 1)[-1] if "=" in value else value)
+
+    for field in (*_DIR_FIELDS, *_FILE_FIELDS):
+        items = doc.get(field)
+        for item in items if isinstance(items, list) else []:
+            add(item.get("path") if isinstance(item, dict) else item)
+    for field in ("patches", "patchesJson6902", "replacements"):
+        items = doc.get(field)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict):
+                add(item.get("path"))
+    for field in ("configMapGenerator", "secretGenerator"):
+        items = doc.get(field)
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            for key in ("files", "envs"):
+                for value in item.get(key) or [] if isinstance(item.get(key), list) else []:
+                    add(value)
+            add(item.get("env"))
+    for item in doc.get("helmCharts") or [] if isinstance(doc.get("helmCharts"), list) else []:
+        if isinstance(item, dict):
+            add(item.get("valuesFile"))
+            for value in item.get("additionalValuesFiles") or []:
+                add(value)
+    globals_ = doc.get("helmGlobals")
+    if isinstance(globals_, dict):
+        add(globals_.get("chartHome"))
+    openapi = doc.get("openapi")
+    if isinstance(openapi, dict):
+        add(openapi.get("path"))
+    return out
