@@ -3,7 +3,9 @@
 ``GET /api/v1/applications/{name}?appNamespace=`` and
 ``GET /api/v1/applications/{applicationName}/managed-resources?appNamespace=`` (shapes checked
 against Argo CD v3.5.1's swagger.json). 5xx and connection errors are retried with backoff, then
-raise UpstreamUnavailable; 404 (and Argo CD's 403 for apps the token may not see) raise NotFound.
+raise UpstreamUnavailable; 404 raises NotFound. 401 and 403 raise Unauthorized naming the RBAC
+permission the token needs: a 403 is Argo CD's RBAC saying no (``permission denied``), an install
+mistake to be told about and retried, never "the app is gone".
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from driftguard.env import boolean, from_env
-from driftguard.errors import ConfigError, NotFound, UpstreamTimeout, UpstreamUnavailable
+from driftguard.errors import ConfigError, NotFound, Unauthorized, UpstreamTimeout, UpstreamUnavailable
 
 __all__ = ["ArgoCDClient", "ArgoCDSettings", "ManagedResource"]
 
@@ -103,14 +105,24 @@ class ArgoCDClient:
 
     def application(self, name: str, app_namespace: str = "") -> dict[str, Any]:
         """The Application object."""
+        namespace = app_namespace or self.settings.namespace
         body = self._get(
             f"/api/v1/applications/{name}",
-            {"appNamespace": app_namespace or self.settings.namespace},
+            {"appNamespace": namespace},
             what=f"Application {name}",
+            permission="applications, get",
         )
-        if not isinstance(body, dict) or "metadata" not in body:
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or not isinstance(meta, dict) or not isinstance(body.get("spec"), dict):
             raise UpstreamUnavailable(f"Argo CD answered something that is not an Application for {name}")
-        return body
+        # an answer about another object is an upstream fault, never an alert under its name
+        got = (meta.get("namespace") or namespace, meta.get("name"))
+        if got != (namespace, name):
+            raise UpstreamUnavailable(
+                f"Argo CD answered Application {str(got[0])[:63]}/{str(got[1])[:253]} when asked for {namespace}/{name}"
+            )
+        app: dict[str, Any] = body
+        return app
 
     def project(self, name: str) -> dict[str, Any]:
         """The AppProject object (its spec.syncWindows)."""
@@ -125,6 +137,7 @@ class ArgoCDClient:
             f"/api/v1/applications/{name}/managed-resources",
             {"appNamespace": app_namespace or self.settings.namespace},
             what=f"managed resources of {name}",
+            permission="applications, get",
         )
         items = body.get("items") if isinstance(body, dict) else None
         if items is None:
@@ -133,7 +146,7 @@ class ArgoCDClient:
             raise UpstreamUnavailable(f"Argo CD answered malformed managed resources for {name}")
         return items
 
-    def _get(self, path: str, params: dict[str, str], *, what: str) -> Any:
+    def _get(self, path: str, params: dict[str, str], *, what: str, permission: str = "") -> Any:
         import requests
 
         url = self.settings.url.rstrip("/") + path
@@ -151,10 +164,15 @@ class ArgoCDClient:
                 last = f"{type(exc).__name__}"
                 timed_out = isinstance(exc, requests.Timeout)
                 continue
-            if resp.status_code in (404, 403):
-                raise NotFound(f"{what}: not found in Argo CD (HTTP {resp.status_code})")
-            if resp.status_code == 401:
-                raise UpstreamUnavailable(f"{what}: Argo CD refused the token (HTTP 401)")
+            if resp.status_code == 404:
+                raise NotFound(f"{what}: not found in Argo CD (HTTP 404)")
+            if resp.status_code in (401, 403):
+                need = f"; the account needs `{permission}` in argocd-rbac-cm" if permission else ""
+                refused = "the token" if resp.status_code == 401 else "the request"
+                raise Unauthorized(
+                    f"{what}: Argo CD refused {refused} (HTTP {resp.status_code}){need}",
+                    permission=permission,
+                )
             if resp.status_code >= 500 or resp.status_code == 429:
                 last = f"HTTP {resp.status_code}"
                 timed_out = False

@@ -188,20 +188,23 @@ def sample_views() -> list[dict[str, Any]]:
     )
     keys = (ResourceKey("apps", "Deployment", "shop", "api"), ResourceKey("", "Namespace", "", "shop"))
     link = "https://argocd.example.com/applications/argocd/sample-app"
-    views: list[dict[str, Any]] = []
+    changes = []
     for i, cls in enumerate(CLASSES):
         for j, actor in enumerate(actors):
             old, new = values[(i + j) % len(values)]
             key = keys[(i + j) % len(keys)]
             path = "" if cls in (MISSING, PRUNE_CANDIDATE) else "/spec/replicas"
-            change = Classified(key, FieldChange(path, "replace", old, new), cls, actor)
-            for app, with_link in ((full, True), (bare, False)):
-                v = view(DriftReport(app), link=link if with_link else "")
-                v["resources"] = _resources([change])
-                v["total"] = 1
-                v["suppressed"] = {c: 1 for c in CLASSES if c not in ALERTING} if with_link else {}
-                v["severity"] = SEVERITIES[(i + j) % len(SEVERITIES)]
-                views.append(v)
+            changes.append(Classified(key, FieldChange(path, "replace", old, new), cls, actor))
+    views: list[dict[str, Any]] = []
+    for n, severity in enumerate(SEVERITIES):
+        for app, with_link in ((full, True), (bare, False)):
+            v = view(DriftReport(app), link=link if with_link else "")
+            # every class with each actor shape once per app shape; the severities share the work
+            v["resources"] = _resources(changes) if n == 0 else _resources(changes[:1])
+            v["total"] = len(changes)
+            v["suppressed"] = {c: 1 for c in CLASSES if c not in ALERTING} if with_link else {}
+            v["severity"] = severity
+            views.append(v)
     views.append(view(DriftReport(bare)))  # nothing alerting: a resolve
     for event in NOTICE_EVENTS:
         views.append(

@@ -65,9 +65,9 @@ def test_it_starts_gunicorn_that_answers(tmp_path: Path, argo: FakeArgo) -> None
         deadline = time.monotonic() + 30
         while True:
             try:
-                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a worker still booting
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
             time.sleep(0.1)
