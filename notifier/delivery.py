@@ -324,13 +324,11 @@ class Worker:
             ).encode()
         ).hexdigest()[:32]
         out: list[dict[str, Any]] = []
-        for channel, severity in self.config.targets(report, classes).items():
+        for channel, severity in self.config.targets(report, classes, severity=notice["severity"]).items():
             if self.outbox.recently_sent(report.app.key, channel, fingerprint, self.dedup_window):
                 self.metrics.deduplicated(channel)
                 continue
-            payload = self.channels[channel].payload(
-                {**notice, "severity": severity or notice["severity"]}, kind=NOTICE
-            )
+            payload = self.channels[channel].payload({**notice, "severity": severity}, kind=NOTICE)
             out.append(_message(channel, NOTICE, report.app.key, fingerprint, payload, received_at))
         return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import time
@@ -121,3 +122,90 @@ def test_new_drift_while_the_app_stays_out_of_sync_alerts(
         assert "nvidia.com" in msg.body.decode()
     time.sleep(2.5)  # more re-checks of the same drift: the dedup window holds
     assert len(rx.captured) == 3
+
+
+def test_the_new_triggers_each_send_their_own_message(
+    service: tuple[str, subprocess.Popen[bytes]], argo: FakeArgo, rx: Receivers
+) -> None:
+    from standins.argo_api import application
+
+    refused = application("app-refused", sync="Unknown")
+    refused["status"]["conditions"] = [
+        {
+            "type": "ComparisonError",
+            "message": "Failed to load target state: rpc error: code = Unknown desc = plugin sidecar failed."
+            " refused by empty-output: the render produced 0 resources\nfix: set allowEmpty if intended\n"
+            "line 3\nline 4\nline 5\nline 6\nline 7 is past the first lines",
+        }
+    ]
+    failed = application("app-failed", sync="OutOfSync", health="Degraded")
+    failed["status"]["operationState"] = {
+        "phase": "Failed",
+        "startedAt": "2026-11-29T14:00:00Z",
+        "operation": {"sync": {}},
+        "message": "one or more objects failed to apply, reason: admission webhook denied the request",
+    }
+    pruning = application(
+        "app-pruning",
+        resources=[("", "Service", "shop", "old-a"), ("", "Service", "shop", "old-b")],
+        sync="OutOfSync",
+    )
+    for r in pruning["status"]["resources"]:
+        r["requiresPruning"] = True
+    pruning["status"]["operationState"] = {
+        "phase": "Succeeded",
+        "startedAt": "2026-11-29T14:00:00Z",
+        "operation": {"sync": {}},
+        "syncResult": {
+            "revision": "abc",
+            "resources": [
+                {
+                    "group": "apps",
+                    "version": "v1",
+                    "kind": "Deployment",
+                    "namespace": "shop",
+                    "name": "old-api",
+                    "status": "PruneSkipped",
+                    "message": "ignored (requires pruning)",
+                }
+            ],
+        },
+    }
+    for app in (refused, failed, pruning):
+        argo.put(app)
+        argo.managed[("argocd", app["metadata"]["name"])] = {"items": []}
+    for name, trigger in (
+        ("app-refused", "on-render-refused"),
+        ("app-failed", "on-sync-failed"),
+        ("app-pruning", "on-prune-pending"),
+    ):
+        assert _post(url_of(service), json.dumps(notification(name, trigger))).status_code == 202
+    assert _wait(lambda: len(rx.captured) == 9)
+
+    def text(path: str, app: str) -> str:
+        [msg] = [
+            c.body.decode() for c in rx.on(path) if re.search(rf"(?<![\w-]){app}(?![\w-])", c.body.decode())
+        ]
+        return msg
+
+    slack = text("/slack", "app-refused")
+    assert (
+        "Render refused" in slack
+        and "refused by empty-output" in slack
+        and "synced and pruned nothing" in slack
+    )
+    assert "line 7" not in slack
+    assert "渲染被拒绝" in text("/feishu", "app-refused") and "refused by empty-output" in text(
+        "/feishu", "refused"
+    )
+    assert "admission webhook denied" in text("/slack", "app-failed") and "Sync failed" in text(
+        "/slack", "app-failed"
+    )
+    assert "health Degraded" in text("/slack", "app-failed")
+    pd = json.loads(text("/pagerduty", "app-pruning"))
+    assert pd["payload"]["custom_details"]["counts"] == {"Service": 2, "Deployment": 1}
+    assert "Prune pending" in pd["payload"]["summary"] and pd["payload"]["severity"] == "warning"
+
+
+def url_of(service: tuple[str, subprocess.Popen[bytes]]) -> str:
+    return service[0]
