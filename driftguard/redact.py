@@ -54,6 +54,8 @@ _TOKENISH = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_\-:]{24,}$")
 _PAIR = re.compile(
     r"""(?m)^([ \t]*(?:-[ \t]+)?(?:export[ \t]+)?["']?)([A-Za-z0-9_.\-/]+)(["']?[ \t]*[:=][ \t]*)(?![|>][ \t]*$)(\S.*?)[ \t]*$"""
 )
+# key=value inside a line: command-line flags (--db-password=x), log text
+_INLINE_PAIR = re.compile(r"(?<![\w.\-])([A-Za-z0-9_.\-]+)(=)([^\s&;,'\"]+)")
 _JSON_PAIR = re.compile(r"""(["'])([A-Za-z0-9_.\-]+)\1([ \t]*:[ \t]*)(["'])((?:\\.|(?!\4).)*)\4""")
 _MAX_PARSE = 256 * 1024
 _YAML_ALIAS = re.compile(r"(^|[\s\[{,:-])[&*][^\s]")
@@ -194,6 +196,8 @@ def _text(value: str, mask: Callable[[Any], Any], structured: Callable[[Any], An
     if "=" in value or ":" in value:
         value = _PAIR.sub(lambda m: _pair(m, mask), value)
         value = _JSON_PAIR.sub(lambda m: _json_pair(m, mask), value)
+    if "=" in value:
+        value = _INLINE_PAIR.sub(lambda m: _inline_pair(m, mask), value)
     return value
 
 
@@ -272,3 +276,10 @@ def _json_pair(m: re.Match[str], mask: Callable[[Any], Any]) -> str:
     if not re.search(DEFAULT_SENSITIVE, key) or _REFERENCE_SUFFIX.search(key) or m.group(5).startswith(MASK):
         return m.group(0)
     return f"{m.group(1)}{key}{m.group(1)}{m.group(3)}{m.group(4)}{_masked(m.group(5), mask)}{m.group(4)}"
+
+
+def _inline_pair(m: re.Match[str], mask: Callable[[Any], Any]) -> str:
+    key, value = m.group(1).lstrip("-"), m.group(3)
+    if not re.search(DEFAULT_SENSITIVE, key) or _REFERENCE_SUFFIX.search(key) or value.startswith(MASK):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}{_masked(value, mask)}"

@@ -194,6 +194,8 @@ class Worker:
             messages, outcome = self._plan(app, report, trigger, row, received_at=received_at)
         except NotFound as exc:
             self.outbox.finish_notification(claimed.id, [], error=str(exc))
+            self.outbox.close_episode(app_info.key)  # a deleted app is not re-checked forever
+            self.outbox.close_incident(app_info.key)
             self.metrics.expanded("app-not-found")
             event("app_not_found", level=logging.WARNING, app=f"{namespace}/{name}", notification=claimed.id)
             return

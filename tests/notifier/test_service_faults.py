@@ -209,3 +209,36 @@ def test_the_new_triggers_each_send_their_own_message(
 
 def url_of(service: tuple[str, subprocess.Popen[bytes]]) -> str:
     return service[0]
+
+
+def test_the_drill_with_a_missing_service_and_an_orphan_configmap_alerts_on_all_three_channels(
+    service: tuple[str, subprocess.Popen[bytes]], argo: FakeArgo, rx: Receivers
+) -> None:
+    """The 412-Deployment incident's own class: a resource gone from the cluster, one about to be pruned."""
+    from standins.argo_api import application
+    from standins.drill import managed_item
+
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "payment", "namespace": "shop"},
+        "spec": {"selector": {"app": "payment"}, "ports": [{"port": 80}]},
+    }
+    orphan = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "payment-legacy", "namespace": "shop"},
+    }
+    argo.put(application("payment", resources=[("", "Service", "shop", "payment")], sync="OutOfSync"))
+    argo.managed[("argocd", "payment")] = {"items": [managed_item(svc, None), managed_item(None, orphan)]}
+    assert _post(service[0], json.dumps(notification("payment"))).status_code == 202
+    assert _wait(lambda: len(rx.captured) == 3)
+    feishu, slack, pd = (rx.on(p)[0].body.decode() for p in ("/feishu", "/slack", "/pagerduty"))
+    assert "payment-legacy" in feishu and "集群中已缺失" in feishu and "将被清理" in feishu
+    assert "missing from the cluster" in slack and "would be pruned" in slack
+    event = json.loads(pd)
+    assert event["payload"]["severity"] == "critical"
+    assert {c["class"] for c in event["payload"]["custom_details"]["changes"]} == {
+        "missing",
+        "prune-candidate",
+    }
