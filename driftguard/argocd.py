@@ -3,7 +3,9 @@
 ``GET /api/v1/applications/{name}?appNamespace=`` and
 ``GET /api/v1/applications/{applicationName}/managed-resources?appNamespace=`` (shapes checked
 against Argo CD v3.5.1's swagger.json). 5xx and connection errors are retried with backoff, then
-raise UpstreamUnavailable; 404 (and Argo CD's 403 for apps the token may not see) raise NotFound.
+raise UpstreamUnavailable; 404 raises NotFound. 401 and 403 raise Unauthorized (a kind of
+UpstreamUnavailable: retried, never "the app is gone") naming the RBAC permission the token needs: a
+403 is Argo CD's RBAC saying no (``permission denied``), an install mistake to be told about.
 Every answer is checked to be the object asked for before it is returned, and each attempt is one
 total deadline (``driftguard.upstream``), never a per-read timeout a trickling server can stretch.
 """
@@ -18,7 +20,7 @@ from typing import Any, TypedDict
 
 from driftguard import upstream
 from driftguard.env import boolean, from_env
-from driftguard.errors import ConfigError, NotFound, UpstreamTimeout, UpstreamUnavailable
+from driftguard.errors import ConfigError, NotFound, Unauthorized, UpstreamTimeout, UpstreamUnavailable
 
 __all__ = ["ArgoCDClient", "ArgoCDSettings", "ManagedResource"]
 
@@ -126,8 +128,13 @@ class ArgoCDClient:
         namespace = app_namespace or self.settings.namespace
         what = f"Application {name}"
         body = self._get(
-            f"/api/v1/applications/{name}", {"appNamespace": namespace}, what=what, deadline=deadline
+            f"/api/v1/applications/{name}",
+            {"appNamespace": namespace},
+            what=what,
+            deadline=deadline,
+            permission="applications, get",
         )
+        # an answer about another object is an upstream fault, never an alert under its name
         _check_object(body, what, name=name, namespace=namespace)
         # ApplicationStatus is a struct with omitempty, which Go's encoding/json never omits
         # (argo-cd pkg/apis/application/v1alpha1/types.go, Application): a missing status is not Argo CD
@@ -139,7 +146,9 @@ class ArgoCDClient:
     def project(self, name: str, *, deadline: float | None = None) -> dict[str, Any]:
         """The AppProject object (its spec.syncWindows), checked to be the one asked for."""
         what = f"AppProject {name}"
-        body = self._get(f"/api/v1/projects/{name}", {}, what=what, deadline=deadline)
+        body = self._get(
+            f"/api/v1/projects/{name}", {}, what=what, deadline=deadline, permission="projects, get"
+        )
         _check_object(body, what, name=name)
         spec = body.get("spec", {})
         if not isinstance(spec, dict):
@@ -158,6 +167,7 @@ class ArgoCDClient:
             {"appNamespace": app_namespace or self.settings.namespace},
             what=what,
             deadline=deadline,
+            permission="applications, get",
         )
         if not isinstance(body, dict):
             raise UpstreamUnavailable(f"Argo CD answered {what} that are not an object with items")
@@ -170,7 +180,15 @@ class ArgoCDClient:
             raise UpstreamUnavailable(f"Argo CD answered {what} whose items are not a list of objects")
         return items
 
-    def _get(self, path: str, params: dict[str, str], *, what: str, deadline: float | None = None) -> Any:
+    def _get(
+        self,
+        path: str,
+        params: dict[str, str],
+        *,
+        what: str,
+        deadline: float | None = None,
+        permission: str = "",
+    ) -> Any:
         """One answer's JSON; ``deadline`` (time.monotonic()) bounds every attempt and the pauses between them."""
         url = self.settings.url.rstrip("/") + path
         last = ""
@@ -198,10 +216,15 @@ class ArgoCDClient:
                 last = str(exc)
                 timed_out = isinstance(exc, UpstreamTimeout)
                 continue
-            if resp.status in (404, 403):
-                raise NotFound(f"{what}: not found in Argo CD (HTTP {resp.status})")
-            if resp.status == 401:
-                raise UpstreamUnavailable(f"{what}: Argo CD refused the token (HTTP 401)")
+            if resp.status == 404:
+                raise NotFound(f"{what}: not found in Argo CD (HTTP 404)")
+            if resp.status in (401, 403):
+                need = f"; the account needs `{permission}` in argocd-rbac-cm" if permission else ""
+                refused = "the token" if resp.status == 401 else "the request"
+                raise Unauthorized(
+                    f"{what}: Argo CD refused {refused} (HTTP {resp.status}){need}",
+                    permission=permission,
+                )
             if resp.status >= 500 or resp.status == 429:
                 last = f"HTTP {resp.status}"
                 timed_out = False

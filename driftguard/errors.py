@@ -12,10 +12,12 @@
     ├── GuardRefusal                a guard refused a render (the CMP exits non-zero with it)
     ├── UpstreamError               an API we read from failed (Argo CD, kube-apiserver, Prometheus)
     │   ├── UpstreamUnavailable     down, 5xx, garbage: try again later
-    │   │   └── UpstreamTimeout     it did not answer in time
+    │   │   ├── UpstreamTimeout     it did not answer in time
+    │   │   └── Unauthorized        401/403: our token lacks a permission (fixable by a person; retried)
     │   └── NotFound                the thing asked for does not exist: a decided answer
     └── DeliveryError               sending an alert failed
         ├── Retryable               try again later (5xx, 429, timeouts); may carry retry_after seconds
+        ├── Unconfirmed             sent, no answer in time: the receiver may have it, a resend may duplicate
         └── Permanent               will never succeed as sent (4xx, rejected payload): dead-letter it
 
 Temporary failures (``UpstreamUnavailable``, ``Retryable``) are the ones a caller retries; the
@@ -91,6 +93,14 @@ class UpstreamTimeout(UpstreamUnavailable):
     """The upstream did not answer in time."""
 
 
+class Unauthorized(UpstreamUnavailable):
+    """The upstream refused our credentials (401) or a permission (403); ``permission`` names what is needed."""
+
+    def __init__(self, message: str, *, permission: str = "") -> None:
+        super().__init__(message)
+        self.permission = permission
+
+
 class NotFound(UpstreamError):
     """The upstream says the object does not exist."""
 
@@ -105,6 +115,10 @@ class Retryable(DeliveryError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Unconfirmed(DeliveryError):
+    """The request went out but no answer came in time: the receiver may have taken it."""
 
 
 class Permanent(DeliveryError):

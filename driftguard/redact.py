@@ -2,23 +2,31 @@
 
 Masked: Secret ``data``/``stringData`` values; any value under a key that looks sensitive
 (password, token, secret, apikey, credentials, private key ...) in any kind; the ``value`` of a
-``{name, value}`` item whose name looks sensitive (env vars); and the last-applied annotation of
-a Secret (it holds the data). A mask keeps a short salted hash so a reader still sees *that* a
-value changed, and whether two masked values are equal, without learning either.
+``{name, value}`` item whose name looks sensitive (env vars); the last-applied annotation of
+a Secret (it holds the data). Inside any string value: the userinfo of a URL
+(``postgres://admin:***@db``), query values named like a credential (``?token=***``), the token part
+of a webhook URL (``/services/…``, ``/hook/…``, ``/webhooks/…``), and sensitive keys of JSON or YAML
+carried in the string (a ConfigMap's ``config.json``, an annotation) or of ``key=value`` lines. A mask
+keeps a short salted hash so a reader still sees *that* a value changed, and whether two masked
+values are equal, without learning either.
+
+``scrub_text`` applies the string rules to free text (errors, log fields) with a plain ``***``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from driftguard.diff import FieldChange, ListSeg, Segment, dumps
 
-__all__ = ["DEFAULT_SENSITIVE", "Redactor"]
+__all__ = ["DEFAULT_SENSITIVE", "Redactor", "scrub_text"]
 
 DEFAULT_SENSITIVE = (
     r"(?i)(passw(or)?d|passphrase|secret|token|api[-_]?key|credential|private[-_]?key|access[-_]?key"
@@ -30,6 +38,27 @@ _REFERENCE_SUFFIX = re.compile(r"(Name|Ref|Refs|Seconds|Path|Namespace)$")
 _REFERENCE_CONTAINERS = frozenset({"secret"})
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 MASK = "***"
+
+# query parameters that carry a credential (AWS and Azure signatures, OAuth codes, API keys)
+_QUERY_KEY = re.compile(
+    r"(?i)(token|key|secret|passw(or)?d|pwd|signature|credential|auth|session)|^(sig|sign|code|x-amz-security-token)$"
+)
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s\"'<>`]+")
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#@\s]*)@")
+_QUERY = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]*)")
+# a path segment after one of these is a webhook's secret (Slack /services/T/B/X, Feishu /hook/<id>,
+# Discord /webhooks/<id>/<token>, Teams /webhookb2/..., Telegram /bot<token>)
+_HOOK_SEGMENT = re.compile(r"(?i)^(hooks?|services|webhooks?|webhookb2|incomingwebhook|trigger)$")
+_TOKENISH = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_\-:]{24,}$")
+# key = value / key: value lines (properties, .env, flat YAML) and "key": "value" pairs
+_PAIR = re.compile(
+    r"""(?m)^([ \t]*(?:-[ \t]+)?(?:export[ \t]+)?["']?)([A-Za-z0-9_.\-/]+)(["']?[ \t]*[:=][ \t]*)(?![|>][ \t]*$)(\S.*?)[ \t]*$"""
+)
+# key=value inside a line: command-line flags (--db-password=x), log text
+_INLINE_PAIR = re.compile(r"(?<![\w.\-])([A-Za-z0-9_.\-]+)(=)([^\s&;,'\"]+)")
+_JSON_PAIR = re.compile(r"""(["'])([A-Za-z0-9_.\-]+)\1([ \t]*:[ \t]*)(["'])((?:\\.|(?!\4).)*)\4""")
+_MAX_PARSE = 256 * 1024
+_YAML_ALIAS = re.compile(r"(^|[\s\[{,:-])[&*][^\s]")
 
 
 @dataclass(frozen=True)
@@ -51,6 +80,13 @@ class Redactor:
             return value
         digest = hmac.new(self.salt, dumps(value).encode(), hashlib.sha256).hexdigest()[:8]
         return f"{MASK}(sha256:{digest})"
+
+    def text(self, value: str) -> str:
+        """A string with the credentials it carries masked (URLs, embedded JSON/YAML, key=value lines)."""
+        return _text(value, self.mask, self._structured)
+
+    def _structured(self, parsed: Any) -> Any:
+        return self.value(parsed)
 
     def is_sensitive_key(self, key: str) -> bool:
         """A mapping key whose value must be masked."""
@@ -115,6 +151,8 @@ class Redactor:
             return {k: self._value_under(str(k), v, sensitive_item) for k, v in value.items()}
         if isinstance(value, list):
             return [self.value(v) for v in value]
+        if isinstance(value, str):
+            return self.text(value)
         return value
 
     def _value_under(self, key: str, value: Any, sensitive_item: bool) -> Any:
@@ -134,3 +172,114 @@ class Redactor:
         if isinstance(value, list):
             return [self._mask_deep(v) for v in value]
         return self.mask(value)
+
+
+def scrub_text(text: str) -> str:
+    """Free text (an error, a log field) with URL credentials and sensitive key=value pairs as ``***``."""
+    return _text(text, lambda _: MASK, None)
+
+
+def _text(value: str, mask: Callable[[Any], Any], structured: Callable[[Any], Any] | None) -> str:
+    if not value or len(value) < 6:
+        return value
+    if structured is not None and len(value) <= _MAX_PARSE:
+        parsed = _parse(value)
+        if parsed is not None:
+            try:
+                masked = structured(parsed)
+            except RecursionError:
+                return str(mask(value))  # too deep to look into: all of it
+            if masked != parsed:
+                return json.dumps(masked, ensure_ascii=False, sort_keys=False)
+    if "://" in value:
+        value = _URL.sub(lambda m: _url(m.group(0), mask), value)
+    if "=" in value or ":" in value:
+        value = _PAIR.sub(lambda m: _pair(m, mask), value)
+        value = _JSON_PAIR.sub(lambda m: _json_pair(m, mask), value)
+    if "=" in value:
+        value = _INLINE_PAIR.sub(lambda m: _inline_pair(m, mask), value)
+    return value
+
+
+def _parse(value: str) -> Any:
+    """A JSON or YAML mapping/list carried in a string, or None."""
+    head = value.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            obj = json.loads(value)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, (dict, list)):
+            return obj
+    if "\n" not in value or ":" not in value or _YAML_ALIAS.search(value):
+        return None  # anchors and aliases could expand without bound when walked
+    from driftguard.manifests import safe_load
+
+    try:
+        obj = safe_load(value)
+    except Exception:  # not YAML: the line rules still apply
+        return None
+    return obj if isinstance(obj, (dict, list)) else None
+
+
+def _masked(value: str, mask: Callable[[Any], Any]) -> str:
+    return str(mask(value))
+
+
+def _url(url: str, mask: Callable[[Any], Any]) -> str:
+    m = _USERINFO.match(url)
+    if m:
+        user, sep, password = m.group(2).partition(":")
+        info = f"{user}:{_masked(password, mask)}" if sep else _masked(user, mask)
+        url = m.group(1) + info + "@" + url[m.end() :]
+    base, q, query = url.partition("?")
+    scheme, slashes, rest = base.partition("://")
+    host, slash, path = rest.partition("/")
+    if path:
+        segments = path.split("/")
+        hide = False
+        for i, seg in enumerate(segments):
+            if hide and seg:
+                segments[i] = _masked(seg, mask)
+            elif seg.startswith("bot") and _TOKENISH.match(seg[3:] or "x"):
+                segments[i] = "bot" + _masked(seg[3:], mask)
+            elif _TOKENISH.match(seg):
+                segments[i] = _masked(seg, mask)
+            hide = hide or bool(_HOOK_SEGMENT.match(seg))
+        base = f"{scheme}{slashes}{host}{slash}{'/'.join(segments)}"
+    if q:
+        query = _QUERY.sub(
+            lambda p: (
+                f"{p.group(1)}{p.group(2)}={_masked(p.group(3), mask)}"
+                if _QUERY_KEY.search(p.group(2)) and p.group(3)
+                else p.group(0)
+            ),
+            "?" + query,
+        )[1:]
+    return base + q + query
+
+
+def _pair(m: re.Match[str], mask: Callable[[Any], Any]) -> str:
+    key, value = m.group(2), m.group(4)
+    if not re.search(DEFAULT_SENSITIVE, key) or _REFERENCE_SUFFIX.search(key) or value.startswith(MASK):
+        return m.group(0)
+    trail = ""
+    if value.endswith(","):
+        value, trail = value[:-1], ","
+    quote = value[0] if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1 else ""
+    inner = value[1:-1] if quote else value
+    return f"{m.group(1)}{key}{m.group(3)}{quote}{_masked(inner, mask)}{quote}{trail}"
+
+
+def _json_pair(m: re.Match[str], mask: Callable[[Any], Any]) -> str:
+    key = m.group(2)
+    if not re.search(DEFAULT_SENSITIVE, key) or _REFERENCE_SUFFIX.search(key) or m.group(5).startswith(MASK):
+        return m.group(0)
+    return f"{m.group(1)}{key}{m.group(1)}{m.group(3)}{m.group(4)}{_masked(m.group(5), mask)}{m.group(4)}"
+
+
+def _inline_pair(m: re.Match[str], mask: Callable[[Any], Any]) -> str:
+    key, value = m.group(1).lstrip("-"), m.group(3)
+    if not re.search(DEFAULT_SENSITIVE, key) or _REFERENCE_SUFFIX.search(key) or value.startswith(MASK):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}{_masked(value, mask)}"

@@ -10,6 +10,7 @@ import atexit
 from dataclasses import dataclass
 
 from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
 
 from driftguard.argocd import ArgoCDClient
 from driftguard.errors import ConfigError
@@ -20,6 +21,7 @@ from notifier.config import NotifierConfig, load_config
 from notifier.delivery import Worker
 from notifier.expand import Expander, system_rules_from_file
 from notifier.logs import configure, event
+from notifier.metrics import NotifierMetrics
 from notifier.outbox import Outbox
 from notifier.render import Templates
 from notifier.settings import NotifierSettings
@@ -36,6 +38,7 @@ class State:
     channels: dict[str, Channel]
     outbox: Outbox
     worker: Worker
+    metrics: NotifierMetrics
 
 
 def load(
@@ -59,19 +62,23 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         system_rules=system_rules_from_file(settings.argocd_cm_file),
         redactor=Redactor(salt=settings.redact_salt),
     )
+    metrics = NotifierMetrics(channels, outbox.depth)
     worker = Worker(
         outbox,
         expander,
         channels,
         config,
+        metrics=metrics,
         dedup_window=settings.dedup_window,
         dead_letter_after=settings.dead_letter_after,
         recheck_interval=settings.recheck_interval,
+        max_attempts=settings.max_attempts,
+        max_retry_after=settings.max_retry_after,
         send_timeout=min(10.0, settings.lease * 0.4),
     )
     app = Flask("driftguard-notifier")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.extensions["driftguard"] = State(settings, config, channels, outbox, worker)
+    app.extensions["driftguard"] = State(settings, config, channels, outbox, worker, metrics)
     app.register_blueprint(webhook.bp)
     app.register_blueprint(ops.bp)
 
@@ -86,6 +93,17 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
     @app.errorhandler(405)
     def not_allowed(_: Exception) -> tuple[Response, int]:
         return jsonify({"error": "method not allowed; see /openapi.json"}), 405
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> tuple[Response, int]:
+        code = exc.code or 500
+        return jsonify({"error": (exc.description or exc.name or "error")[:300]}), code
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> tuple[Response, int]:
+        # one log line without a traceback or request data; the client learns only that it failed
+        event("request_failed", level=40, error=type(exc).__name__)
+        return jsonify({"error": "internal error; the notification was not stored, send it again"}), 500
 
     if settings.worker:
         worker.start()

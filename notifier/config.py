@@ -80,13 +80,13 @@ class NotifierConfig:
     locale: str = "zh-CN"
     argocd_url: str = ""
 
-    def targets(self, report: DriftReport, classes: set[str]) -> dict[str, str]:
-        """Channel name -> severity for the routes this report matches."""
+    def targets(self, report: DriftReport, classes: set[str], *, severity: str = "") -> dict[str, str]:
+        """Channel name -> severity (the route's, else ``severity``, else the report's) for the routes this report matches."""
         out: dict[str, str] = {}
         for route in self.routes:
             if route.matches(report, classes):
                 for name in route.channels:
-                    out.setdefault(name, route.severity or report.severity)
+                    out.setdefault(name, route.severity or severity or report.severity)
         return out
 
 

@@ -1,13 +1,24 @@
 """The delivery worker: expand notifications, queue one message per channel, send with retries.
 
 Runs as a thread in every gunicorn worker process; the outbox's leases keep them from taking the
-same work. Each channel's messages are sent and backed off independently (exponential backoff
-with jitter, at least the receiver's Retry-After), so a receiver that is down or slow delays only
-its own messages; a message still failing after ``dead_letter_after`` is dead-lettered.
+same work. Each channel's messages are claimed and backed off independently (exponential backoff
+with jitter, at least the receiver's Retry-After up to ``max_retry_after``), so a receiver that is
+down, slow or rate limited delays only its own messages.
+
+Nothing is retried forever and nothing is dropped silently: a notification whose expansion (Argo
+CD, the drift engine) or rendering keeps failing is retried up to ``max_attempts`` or the
+dead-letter window, then a plain fallback alert goes to every routed channel and it is
+dead-lettered. Every failed attempt is counted (``failures_total{stage}``) and logged once.
+
+Timeouts: a connection that cannot be made is retried (nothing was sent). A request that was sent
+but not answered within the read timeout may have been taken; Feishu and Slack cannot tell us, and
+a resend would post a second message, so it is recorded ``unconfirmed`` and not resent. PagerDuty
+resends are harmless (same ``dedup_key``), so they are retried.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import random
@@ -16,14 +27,19 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from driftguard.errors import DriftguardError, NotFound, Permanent, Retryable, UpstreamUnavailable
-from notifier.channels import ALERT, RESOLVE, Channel
+from driftguard.drift import PRUNE_CANDIDATE
+from driftguard.errors import NotFound, Permanent, Retryable, Unauthorized, Unconfirmed
+from driftguard.redact import scrub_text
+from driftguard.report import AppInfo, DriftReport
+from notifier.channels import ALERT, FALLBACK, NOTICE, RESOLVE, Channel
 from notifier.channels._http import HttpSender
 from notifier.config import ROUTABLE, NotifierConfig
 from notifier.expand import Expander
 from notifier.logs import event
+from notifier.metrics import NotifierMetrics
+from notifier.notices import NOTICE_TRIGGERS, notice_for
 from notifier.outbox import Claimed, Outbox
-from notifier.render import view
+from notifier.render import fallback_view, view
 
 __all__ = ["RESOLVE_TRIGGERS", "Worker"]
 
@@ -43,6 +59,9 @@ class Worker:
         dedup_window: float,
         dead_letter_after: float,
         recheck_interval: float,
+        metrics: NotifierMetrics | None = None,
+        max_attempts: int = 8,
+        max_retry_after: float = 300.0,
         retry_base: float = 2.0,
         retry_cap: float = 300.0,
         poll: float = 0.2,
@@ -52,9 +71,12 @@ class Worker:
         self.expander = expander
         self.channels = channels
         self.config = config
+        self.metrics = metrics or NotifierMetrics(channels, outbox.depth)
         self.dedup_window = dedup_window
         self.dead_letter_after = dead_letter_after
         self.recheck_interval = recheck_interval
+        self.max_attempts = max_attempts
+        self.max_retry_after = max_retry_after
         self.retry_base = retry_base
         self.retry_cap = retry_cap
         self.poll = poll
@@ -92,7 +114,11 @@ class Worker:
             try:
                 busy = self.run_once()
             except Exception as exc:  # the loop must survive anything; the outbox keeps the work
-                event("worker_error", level=logging.ERROR, error=f"{type(exc).__name__}: {exc}"[:300])
+                event(
+                    "worker_error",
+                    level=logging.ERROR,
+                    error=scrub_text(f"{type(exc).__name__}: {exc}")[:300],
+                )
                 busy = False
             if not busy:
                 # other processes' work is found by polling; this process's own by wake()
@@ -100,15 +126,13 @@ class Worker:
                 self._wake.clear()
 
     def run_once(self, *, wait: bool = False) -> bool:
-        """Expand what is due, start sending what is due; True when anything was done."""
-        busy = False
+        """Start sending what is due, expand what is due, queue re-checks; True when anything was done."""
+        busy = self._start_sends()
         while (claimed := self.outbox.claim_notification()) is not None:
             self._expand(claimed)
             busy = True
-        self._reap()
-        while (msg := self.outbox.claim_message(exclude_channels=frozenset(self._inflight))) is not None:
-            self._inflight[msg.row["channel"]] = self._pool.submit(self._send, msg)
-            busy = True
+            self._start_sends()  # a slow Argo CD must not hold back messages already queued
+        busy = self._start_sends() or busy
         if wait:
             for future in list(self._inflight.values()):
                 future.result()
@@ -131,6 +155,14 @@ class Worker:
                 busy = True
         return busy
 
+    def _start_sends(self) -> bool:
+        self._reap()
+        started = False
+        while (msg := self.outbox.claim_message(exclude_channels=frozenset(self._inflight))) is not None:
+            self._inflight[msg.row["channel"]] = self._pool.submit(self._send, msg)
+            started = True
+        return started
+
     def drain(self, timeout: float = 30.0) -> None:
         """Run until the outbox holds no pending work, or ``timeout`` passes (tests, the demo, a shutdown)."""
         deadline = time.monotonic() + timeout
@@ -152,32 +184,26 @@ class Worker:
     def _expand(self, claimed: Claimed) -> None:
         row = claimed.row
         name, namespace, trigger = row["app"], row["app_namespace"], row["trigger"]
+        received_at = float(row["received_at"])
+        app_info = AppInfo(name, namespace=namespace)
+        stage = "expand"
         try:
-            _, report = self.expander.report(name, namespace)
+            app, report = self.expander.report(name, namespace)
+            app_info = report.app
+            stage = "render"
+            messages, outcome = self._plan(app, report, trigger, row, received_at=received_at)
         except NotFound as exc:
-            self.outbox.finish_notification(claimed.id, [], outcome="app-not-found", error=str(exc))
+            self.outbox.finish_notification(claimed.id, [], error=str(exc))
+            self.outbox.close_episode(app_info.key)  # a deleted app is not re-checked forever
+            self.outbox.close_incident(app_info.key)
+            self.metrics.expanded("app-not-found")
             event("app_not_found", level=logging.WARNING, app=f"{namespace}/{name}", notification=claimed.id)
             return
-        except UpstreamUnavailable as exc:
-            delay = self._backoff(int(row["attempts"]))
-            self.outbox.retry_notification(claimed.id, delay=delay, error=str(exc))
-            event(
-                "argocd_unavailable",
-                level=logging.WARNING,
-                app=f"{namespace}/{name}",
-                retry_in_s=round(delay, 1),
-                error=str(exc)[:200],
-            )
+        except Exception as exc:  # anything else is retried, then ends in the fallback alert
+            self._failed(claimed, stage=stage, exc=exc, app=app_info)
             return
-        except DriftguardError as exc:  # e.g. an Application whose ignore rules do not compile
-            self.outbox.finish_notification(claimed.id, [], outcome="error", error=str(exc))
-            event("expand_failed", level=logging.ERROR, app=f"{namespace}/{name}", error=str(exc)[:300])
-            return
-        messages = self._plan(report, trigger, received_at=float(row["received_at"]))
-        outcome = (
-            "alert" if any(m["kind"] == ALERT for m in messages) else ("resolve" if messages else "quiet")
-        )
-        queued = self.outbox.finish_notification(claimed.id, messages, outcome=outcome)
+        queued = self.outbox.finish_notification(claimed.id, messages)
+        self.metrics.expanded(outcome)
         event(
             "expanded",
             app=report.app.key,
@@ -189,103 +215,188 @@ class Worker:
             fingerprint=report.fingerprint(),
         )
 
-    def _plan(self, report: Any, trigger: str, *, received_at: float) -> list[dict[str, Any]]:
+    def _failed(self, claimed: Claimed, *, stage: str, exc: Exception, app: AppInfo) -> None:
+        """One failed expansion or rendering: counted, logged once, retried; the last one sends the fallback."""
+        row = claimed.row
+        attempts = int(row["attempts"])
+        reason = scrub_text(f"{exc}" if stage == "expand" else f"{type(exc).__name__}: {exc}")[:300]
+        self.metrics.failure(stage)
+        self.metrics.expanded("unauthorized" if isinstance(exc, Unauthorized) else "retry")
+        delay = self._backoff(attempts)
+        age = time.time() - float(row["received_at"])
+        give_up = attempts >= self.max_attempts or age + delay > self.dead_letter_after
+        fields: dict[str, Any] = {
+            "app": app.key,
+            "trigger": row["trigger"],
+            "stage": stage,
+            "attempt": attempts,
+            "max_attempts": self.max_attempts,
+            "reason": reason,
+        }
+        if isinstance(exc, Unauthorized) and exc.permission:
+            fields["missing_permission"] = exc.permission
+        if not give_up:
+            self.outbox.retry_notification(claimed.id, delay=delay, error=reason)
+            event(f"{stage}_failed", level=logging.WARNING, retry_in_s=round(delay, 1), **fields)
+            return
+        link = self._link(app)
+        messages = []
+        for channel in self._fallback_targets(app):
+            payload = self.channels[channel].payload(
+                fallback_view(app, reason=reason, link=link), kind=FALLBACK
+            )
+            messages.append(
+                {
+                    "channel": channel,
+                    "kind": FALLBACK,
+                    "app": app.key,
+                    "fingerprint": "fallback",
+                    "payload": payload,
+                    "received_at": float(row["received_at"]),
+                }
+            )
+        queued = self.outbox.finish_notification(claimed.id, messages, error=reason, state="dead")
+        self.metrics.expanded("fallback")
+        event(f"{stage}_failed", level=logging.ERROR, fallback_alerts=queued, **fields)
+
+    def _fallback_targets(self, app: AppInfo) -> list[str]:
+        """Every channel a route could send this app's alerts to (classes unknown: all of them)."""
+        return list(self.config.targets(DriftReport(app), set(ROUTABLE)))
+
+    def _plan(
+        self,
+        app: dict[str, Any],
+        report: DriftReport,
+        trigger: str,
+        row: dict[str, Any],
+        *,
+        received_at: float,
+    ) -> tuple[list[dict[str, Any]], str]:
+        if trigger in NOTICE_TRIGGERS:
+            return self._plan_notice(app, report, trigger, row, received_at=received_at), "notice"
         app_key = report.app.key
+        if report.app.sync_status == "OutOfSync":
+            self.outbox.open_episode(app_key, name=report.app.name, namespace=report.app.namespace)
+        elif report.app.sync_status == "Synced":
+            self.outbox.close_episode(app_key)
         alerting = report.alerting
-        link = self._link(report)
+        link = self._link(report.app)
         out: list[dict[str, Any]] = []
         if alerting:
             fingerprint = report.fingerprint()
             for channel, severity in self.config.targets(report, {c.cls for c in alerting}).items():
                 if self.outbox.recently_sent(app_key, channel, fingerprint, self.dedup_window):
-                    self.outbox.count("driftguard_notifier_deduplicated_total", {"channel": channel})
+                    self.metrics.deduplicated(channel)
                     continue
                 payload = self.channels[channel].payload(
                     view(report, link=link, severity=severity), kind=ALERT
                 )
-                out.append(
-                    {
-                        "channel": channel,
-                        "kind": ALERT,
-                        "app": app_key,
-                        "fingerprint": fingerprint,
-                        "payload": payload,
-                        "received_at": received_at,
-                    }
-                )
+                out.append(_message(channel, ALERT, app_key, fingerprint, payload, received_at))
             self.outbox.open_incident(
                 app_key, name=report.app.name, namespace=report.app.namespace, fingerprint=fingerprint
             )
-            return out
+            return out, "alert"
         was_open = self.outbox.incident(app_key) is not None
         if not was_open and trigger not in RESOLVE_TRIGGERS:
-            return out
+            return out, "quiet"
         for channel in self.config.targets(report, set(ROUTABLE)):
             ch = self.channels[channel]
             if ch.type != "pagerduty" and not was_open:
                 continue  # chat channels hear "resolved" only about drift they were told of
             payload = ch.payload(view(report, link=link, kind=RESOLVE), kind=RESOLVE)
-            out.append(
-                {
-                    "channel": channel,
-                    "kind": RESOLVE,
-                    "app": app_key,
-                    "fingerprint": "resolve",
-                    "payload": payload,
-                    "received_at": received_at,
-                }
-            )
+            out.append(_message(channel, RESOLVE, app_key, "resolve", payload, received_at))
         self.outbox.close_incident(app_key)
+        return out, ("resolve" if out else "quiet")
+
+    def _plan_notice(
+        self,
+        app: dict[str, Any],
+        report: DriftReport,
+        trigger: str,
+        row: dict[str, Any],
+        *,
+        received_at: float,
+    ) -> list[dict[str, Any]]:
+        body = json.loads(row["body"]) if row.get("body") else {}
+        notice = notice_for(trigger, app, report.app, body=body, link=self._link(report.app))
+        classes = {PRUNE_CANDIDATE} if notice["event"] == "prune-pending" else set(ROUTABLE)
+        fingerprint = hashlib.sha256(
+            json.dumps(
+                [trigger, notice["message"], notice["lines"], notice["counts"]], sort_keys=True
+            ).encode()
+        ).hexdigest()[:32]
+        out: list[dict[str, Any]] = []
+        for channel, severity in self.config.targets(report, classes, severity=notice["severity"]).items():
+            if self.outbox.recently_sent(report.app.key, channel, fingerprint, self.dedup_window):
+                self.metrics.deduplicated(channel)
+                continue
+            payload = self.channels[channel].payload({**notice, "severity": severity}, kind=NOTICE)
+            out.append(_message(channel, NOTICE, report.app.key, fingerprint, payload, received_at))
         return out
 
-    def _link(self, report: Any) -> str:
+    def _link(self, app: AppInfo) -> str:
         base = self.config.argocd_url.rstrip("/")
-        return f"{base}/applications/{report.app.namespace}/{report.app.name}" if base else ""
+        return f"{base}/applications/{app.namespace}/{app.name}" if base else ""
 
     # --- sending ----------------------------------------------------------------------------------------------
 
     def _send(self, msg: Claimed) -> None:
         row = msg.row
         channel = self.channels.get(row["channel"])
+        fields = {"channel": row["channel"], "app": row["app"], "kind": row["kind"]}
         try:
             if channel is None:
                 raise Permanent(f"channel {row['channel']} is no longer configured")
             self.sender.send(channel, json.loads(row["payload"]))
         except Retryable as exc:
-            delay = max(self._backoff(int(row["attempts"])), exc.retry_after or 0.0)
-            state = self.outbox.failed(msg, error=str(exc), delay=delay, dead_after=self.dead_letter_after)
+            self.metrics.failure("send")
+            delay = self._backoff(int(row["attempts"]))
+            if exc.retry_after:
+                delay = max(delay, min(exc.retry_after, self.max_retry_after))
+            state, delay = self.outbox.failed(
+                msg, error=str(exc), delay=delay, dead_after=self.dead_letter_after
+            )
+            self.metrics.sent(row["channel"], "dead" if state == "dead" else "retry")
             event(
                 "send_failed",
                 level=logging.WARNING if state != "dead" else logging.ERROR,
-                channel=row["channel"],
-                app=row["app"],
-                kind=row["kind"],
                 state=state,
+                attempt=row["attempts"],
                 retry_in_s=round(delay, 2),
-                error=str(exc)[:300],
+                error=scrub_text(str(exc))[:300],
+                **fields,
             )
+            return
+        except Unconfirmed as exc:
+            self.metrics.failure("send")
+            self.outbox.delivered(msg, state="unconfirmed", error=str(exc))
+            self.metrics.sent(row["channel"], "unconfirmed")
+            event("send_unconfirmed", level=logging.WARNING, error=scrub_text(str(exc))[:300], **fields)
             return
         except Permanent as exc:
+            self.metrics.failure("send")
             self.outbox.failed(msg, error=str(exc), delay=None, dead_after=self.dead_letter_after)
-            event(
-                "dead_letter",
-                level=logging.ERROR,
-                channel=row["channel"],
-                app=row["app"],
-                kind=row["kind"],
-                error=str(exc)[:300],
-            )
+            self.metrics.sent(row["channel"], "dead")
+            event("dead_letter", level=logging.ERROR, error=scrub_text(str(exc))[:300], **fields)
             return
         latency = self.outbox.delivered(msg)
-        event(
-            "delivered",
-            channel=row["channel"],
-            app=row["app"],
-            kind=row["kind"],
-            latency_ms=round(latency * 1000, 1),
-            attempts=row["attempts"],
-        )
+        self.metrics.sent(row["channel"], "sent")
+        self.metrics.delivered(row["channel"], latency)
+        event("delivered", latency_ms=round(latency * 1000, 1), attempts=row["attempts"], **fields)
 
     def _backoff(self, attempts: int) -> float:
         base = min(self.retry_cap, self.retry_base * (2 ** max(0, attempts - 1)))
         return float(base * (0.5 + random.random() / 2))  # noqa: S311 - jitter, not crypto
+
+
+def _message(
+    channel: str, kind: str, app: str, fingerprint: str, payload: dict[str, Any], received_at: float
+) -> dict[str, Any]:
+    return {
+        "channel": channel,
+        "kind": kind,
+        "app": app,
+        "fingerprint": fingerprint,
+        "payload": payload,
+        "received_at": received_at,
+    }

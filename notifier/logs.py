@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from driftguard.redact import scrub_text
+
 __all__ = ["configure", "event"]
 
 _LOGGER = logging.getLogger("driftguard.notifier")
@@ -38,5 +40,6 @@ def configure(level: str = "INFO") -> None:
 
 
 def event(name: str, *, level: int = logging.INFO, **fields: Any) -> None:
-    """One structured log line."""
-    _LOGGER.log(level, name, extra={"fields": fields})
+    """One structured log line; string fields pass ``scrub_text`` (a URL in an error keeps no credential)."""
+    clean = {k: scrub_text(v) if isinstance(v, str) else v for k, v in fields.items()}
+    _LOGGER.log(level, name, extra={"fields": clean})

@@ -10,27 +10,6 @@ __all__ = ["OPENAPI", "bp"]
 
 bp = Blueprint("ops", __name__)
 
-_HELP = {
-    "driftguard_notifier_received_total": (
-        "counter",
-        "Notifications received, by outcome (accepted, unauthorized, invalid).",
-    ),
-    "driftguard_notifier_expanded_total": ("counter", "Notifications expanded through Argo CD, by outcome."),
-    "driftguard_notifier_sent_total": (
-        "counter",
-        "Message delivery attempts, by channel and outcome (sent, retry, dead).",
-    ),
-    "driftguard_notifier_dead_letters_total": ("counter", "Messages given up on, by channel."),
-    "driftguard_notifier_deduplicated_total": (
-        "counter",
-        "Alerts not sent again within the dedup window, by channel.",
-    ),
-    "driftguard_notifier_delivery_seconds": (
-        "histogram",
-        "Seconds from webhook received to message delivered, by channel.",
-    ),
-}
-
 
 @bp.get("/healthz")
 def healthz() -> Response:
@@ -41,31 +20,15 @@ def healthz() -> Response:
 def readyz() -> tuple[Response, int]:
     state = current_app.extensions["driftguard"]
     if not state.outbox.writable():
-        return jsonify({"status": "not ready", "reason": "the outbox is not writable"}), 503
+        reason = f"the outbox is not writable ({state.outbox.write_error})"
+        return jsonify({"status": "not ready", "reason": reason}), 503
     return jsonify({"status": "ready", "channels": sorted(state.channels)}), 200
 
 
 @bp.get("/metrics")
 def metrics() -> Response:
-    state = current_app.extensions["driftguard"]
-    lines: list[str] = []
-    seen: set[str] = set()
-    for name, labels, value in state.outbox.metrics():
-        if name.endswith("_probe"):
-            continue
-        base = name.removesuffix("_bucket").removesuffix("_sum").removesuffix("_count")
-        if base not in seen and base in _HELP:
-            kind, text = _HELP[base]
-            lines += [f"# HELP {base} {text}", f"# TYPE {base} {kind}"]
-            seen.add(base)
-        lines.append(f"{name}{{{labels}}} {value:g}" if labels else f"{name} {value:g}")
-    depth = state.outbox.depth()
-    lines += [
-        "# HELP driftguard_notifier_queue_depth Pending work in the outbox.",
-        "# TYPE driftguard_notifier_queue_depth gauge",
-    ]
-    lines += [f'driftguard_notifier_queue_depth{{queue="{k}"}} {v}' for k, v in sorted(depth.items())]
-    return Response("\n".join(lines) + "\n", mimetype="text/plain; version=0.0.4")
+    body, content_type = current_app.extensions["driftguard"].metrics.text()
+    return Response(body, content_type=content_type)
 
 
 @bp.get("/openapi.json")
@@ -139,6 +102,10 @@ OPENAPI: dict[str, Any] = {
                     },
                     "413": {
                         "description": "Body too large",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                    },
+                    "503": {
+                        "description": "The outbox cannot be written: not stored, send again",
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
                     },
                 },

@@ -3,8 +3,9 @@
 Tables: ``notifications`` (stored before the 202), ``messages`` (one per channel, each delivered
 and retried on its own; its id is derived from the notification and the channel, so a replayed
 expansion cannot queue it twice), ``sent`` (fingerprints for the dedup window), ``incidents``
-(apps with open drift: re-checked, resolved when back in sync) and ``metrics`` (counters and the
-latency histogram, shared by every process). Work is claimed with a lease inside ``BEGIN
+(apps with open drift: re-checked, resolved when back in sync) and ``episodes`` (apps last seen
+OutOfSync and not Synced since: re-checked too, because Argo CD fires its trigger once per
+episode). Metrics live in prometheus-client (notifier/metrics.py), not here. Work is claimed with a lease inside ``BEGIN
 IMMEDIATE`` transactions: a crashed worker's lease runs out and another process takes the work.
 
 Start-up: gunicorn's workers open the file at the same moment. Switching a fresh file to WAL is
@@ -32,9 +33,10 @@ from typing import Any
 
 from driftguard.errors import ConfigError
 
-__all__ = ["LATENCY_BUCKETS", "Claimed", "Outbox"]
+__all__ = ["Claimed", "Outbox"]
 
-LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# readiness writes a row about the size of a large notification: a full disk fails it as it fails them
+_PROBE = b"\0" * 65536
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS notifications (
@@ -52,6 +54,8 @@ CREATE TABLE IF NOT EXISTS sent (app TEXT NOT NULL, channel TEXT NOT NULL, finge
     PRIMARY KEY (app, channel, fingerprint));
 CREATE TABLE IF NOT EXISTS incidents (app TEXT PRIMARY KEY, app_name TEXT NOT NULL, app_namespace TEXT NOT NULL,
     fingerprint TEXT NOT NULL, opened_at REAL NOT NULL, checked_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (app TEXT PRIMARY KEY, app_name TEXT NOT NULL, app_namespace TEXT NOT NULL,
+    opened_at REAL NOT NULL, checked_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS metrics (name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels));
 """
 
@@ -71,6 +75,8 @@ class Outbox:
         self.path = Path(path)
         self.lease = lease
         self._local = threading.local()
+        self.write_error = ""
+        """This process's last failed write of accepted work ("" once one succeeds): /readyz reports it."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.with_name(self.path.name + ".lock").open("a") as lock:
@@ -111,16 +117,20 @@ class Outbox:
         db.execute("COMMIT")
 
     def writable(self) -> bool:
-        """Readiness: the file takes a write."""
+        """Readiness: the file takes a write the size of a large notification (and so clears ``write_error``)."""
         try:
             with self._tx() as db:
                 db.execute(
-                    "INSERT OR REPLACE INTO metrics(name, labels, value) VALUES ('driftguard_notifier_ready_probe', '', ?)",
-                    (time.time(),),
+                    "INSERT OR REPLACE INTO metrics(name, labels, value) VALUES ('driftguard_notifier_ready_probe', ?, ?)",
+                    (_PROBE, time.time()),
                 )
-            return True
-        except sqlite3.Error:
+            with self._tx() as db:
+                db.execute("DELETE FROM metrics WHERE name='driftguard_notifier_ready_probe'")
+        except sqlite3.Error as exc:
+            self.write_error = _reason(exc)
             return False
+        self.write_error = ""
+        return True
 
     # --- notifications ------------------------------------------------------------------------------
 
@@ -129,12 +139,16 @@ class Outbox:
     ) -> str:
         """Store a notification (before answering 202); its id."""
         nid = uuid.uuid4().hex
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO notifications(id, received_at, body, app, app_namespace, trigger, state, next_at) VALUES (?,?,?,?,?,?,'pending',?)",
-                (nid, received_at, json.dumps(body), app, app_namespace, trigger, received_at),
-            )
-            _inc(db, "driftguard_notifier_received_total", {"outcome": "accepted"})
+        try:
+            with self._tx() as db:
+                db.execute(
+                    "INSERT INTO notifications(id, received_at, body, app, app_namespace, trigger, state, next_at) VALUES (?,?,?,?,?,?,'pending',?)",
+                    (nid, received_at, json.dumps(body), app, app_namespace, trigger, received_at),
+                )
+        except sqlite3.Error as exc:
+            self.write_error = _reason(exc)
+            raise
+        self.write_error = ""
         return nid
 
     def claim_notification(self, now: float | None = None) -> Claimed | None:
@@ -150,12 +164,12 @@ class Outbox:
                 "UPDATE notifications SET lease_until=?, attempts=attempts+1 WHERE id=?",
                 (now + self.lease, row["id"]),
             )
-        return Claimed(row["id"], dict(row))
+        return Claimed(row["id"], {**dict(row), "attempts": int(row["attempts"]) + 1})  # this one included
 
     def finish_notification(
-        self, nid: str, messages: list[dict[str, Any]], *, outcome: str, error: str = ""
+        self, nid: str, messages: list[dict[str, Any]], *, error: str = "", state: str = "done"
     ) -> int:
-        """Mark a notification expanded and queue its messages, atomically; how many were queued."""
+        """Mark a notification expanded (``done``, or ``dead`` after a fallback alert) and queue its messages, atomically."""
         now = time.time()
         queued = 0
         with self._tx() as db:
@@ -179,10 +193,9 @@ class Outbox:
                 )
                 queued += cur.rowcount
             db.execute(
-                "UPDATE notifications SET state='done', done_at=?, last_error=?, lease_until=0 WHERE id=?",
-                (now, error, nid),
+                "UPDATE notifications SET state=?, done_at=?, last_error=?, lease_until=0 WHERE id=?",
+                (state, now, error[:500], nid),
             )
-            _inc(db, "driftguard_notifier_expanded_total", {"outcome": outcome})
         return queued
 
     def retry_notification(self, nid: str, *, delay: float, error: str) -> None:
@@ -191,66 +204,70 @@ class Outbox:
                 "UPDATE notifications SET next_at=?, lease_until=0, last_error=? WHERE id=?",
                 (time.time() + delay, error[:500], nid),
             )
-            _inc(db, "driftguard_notifier_expanded_total", {"outcome": "retry"})
 
     # --- messages -----------------------------------------------------------------------------------
 
     def claim_message(
         self, now: float | None = None, *, exclude_channels: frozenset[str] = frozenset()
     ) -> Claimed | None:
+        """The oldest due message of a channel not in ``exclude_channels`` (those busy in this process).
+
+        The exclusion is in the query, so a channel with a long backlog of due messages never hides
+        the other channels' messages behind it.
+        """
         now = time.time() if now is None else now
+        busy = json.dumps(sorted(exclude_channels))
         with self._tx() as db:
-            rows = db.execute(
-                "SELECT * FROM messages WHERE state='pending' AND next_at<=? AND lease_until<? ORDER BY created_at LIMIT 20",
-                (now, now),
-            ).fetchall()
-            row = next((r for r in rows if r["channel"] not in exclude_channels), None)
+            row = db.execute(
+                "SELECT * FROM messages WHERE state='pending' AND next_at<=? AND lease_until<?"
+                " AND channel NOT IN (SELECT value FROM json_each(?)) ORDER BY next_at, created_at LIMIT 1",
+                (now, now, busy),
+            ).fetchone()
             if row is None:
                 return None
             db.execute(
                 "UPDATE messages SET lease_until=?, attempts=attempts+1 WHERE id=?",
                 (now + self.lease, row["id"]),
             )
-        return Claimed(row["id"], dict(row))
+        return Claimed(row["id"], {**dict(row), "attempts": int(row["attempts"]) + 1})  # this one included
 
-    def delivered(self, msg: Claimed) -> float:
-        """Mark sent, remember the fingerprint for the dedup window; seconds from webhook to delivery."""
+    def delivered(self, msg: Claimed, *, state: str = "sent", error: str = "") -> float:
+        """Mark sent (or ``unconfirmed``: sent, no answer), remember the fingerprint; seconds since the webhook."""
         now = time.time()
         row = msg.row
         latency = now - float(row["received_at"])
         with self._tx() as db:
             db.execute(
-                "UPDATE messages SET state='sent', sent_at=?, lease_until=0, last_error='' WHERE id=?",
-                (now, msg.id),
+                "UPDATE messages SET state=?, sent_at=?, lease_until=0, last_error=? WHERE id=?",
+                (state, now, error[:500], msg.id),
             )
             if row["kind"] == "alert":
                 db.execute(
                     "INSERT OR REPLACE INTO sent(app, channel, fingerprint, sent_at) VALUES (?,?,?,?)",
                     (row["app"], row["channel"], row["fingerprint"], now),
                 )
-            _inc(db, "driftguard_notifier_sent_total", {"channel": row["channel"], "outcome": "sent"})
-            _observe(db, "driftguard_notifier_delivery_seconds", {"channel": row["channel"]}, latency)
         return latency
 
-    def failed(self, msg: Claimed, *, error: str, delay: float | None, dead_after: float) -> str:
-        """A failed attempt: retry after ``delay``, or dead-letter (permanent, or too old). The new state."""
+    def failed(
+        self, msg: Claimed, *, error: str, delay: float | None, dead_after: float
+    ) -> tuple[str, float]:
+        """A failed attempt: retry after ``delay``, or dead-letter (permanent, or too old).
+
+        The retry is never scheduled past the dead-letter window: the last try happens at its end.
+        Returns the new state and the delay actually used.
+        """
         now = time.time()
         row = msg.row
-        dead = delay is None or now - float(row["created_at"]) > dead_after
+        deadline = float(row["created_at"]) + dead_after
+        dead = delay is None or now >= deadline
+        wait = 0.0 if dead or delay is None else min(delay, deadline - now)
         state = "dead" if dead else "pending"
         with self._tx() as db:
             db.execute(
                 "UPDATE messages SET state=?, next_at=?, lease_until=0, last_error=? WHERE id=?",
-                (state, now + (delay or 0), error[:500], msg.id),
+                (state, now + wait, error[:500], msg.id),
             )
-            _inc(
-                db,
-                "driftguard_notifier_sent_total",
-                {"channel": row["channel"], "outcome": "dead" if dead else "retry"},
-            )
-            if dead:
-                _inc(db, "driftguard_notifier_dead_letters_total", {"channel": row["channel"]})
-        return state
+        return state, wait
 
     # --- dedup and incidents --------------------------------------------------------------------------
 
@@ -286,31 +303,33 @@ class Outbox:
             db.execute("DELETE FROM sent WHERE app=?", (app,))
         return cur.rowcount > 0
 
-    def due_rechecks(self, interval: float) -> list[dict[str, Any]]:
-        """Open incidents not checked for ``interval`` seconds, each marked checked now."""
+    def open_episode(self, app: str, *, name: str, namespace: str) -> None:
+        """The app was seen OutOfSync: re-check it until it is seen Synced (Argo CD will not fire again)."""
         now = time.time()
         with self._tx() as db:
-            rows = [
-                dict(r)
-                for r in db.execute(
-                    "SELECT * FROM incidents WHERE checked_at<=?", (now - interval,)
-                ).fetchall()
-            ]
-            for r in rows:
-                db.execute("UPDATE incidents SET checked_at=? WHERE app=?", (now, r["app"]))
-        return rows
+            db.execute(
+                "INSERT INTO episodes(app, app_name, app_namespace, opened_at, checked_at) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(app) DO NOTHING",
+                (app, name, namespace, now, now),
+            )
 
-    # --- metrics ----------------------------------------------------------------------------------------
-
-    def count(self, name: str, labels: dict[str, str]) -> None:
+    def close_episode(self, app: str) -> None:
         with self._tx() as db:
-            _inc(db, name, labels)
+            db.execute("DELETE FROM episodes WHERE app=?", (app,))
 
-    def metrics(self) -> list[tuple[str, str, float]]:
-        return [
-            (r["name"], r["labels"], r["value"])
-            for r in self._db().execute("SELECT name, labels, value FROM metrics ORDER BY name, labels")
-        ]
+    def due_rechecks(self, interval: float) -> list[dict[str, Any]]:
+        """Open incidents and OutOfSync episodes not checked for ``interval`` seconds, each marked checked now."""
+        now = time.time()
+        due: dict[str, dict[str, Any]] = {}
+        with self._tx() as db:
+            for table in ("incidents", "episodes"):
+                for r in db.execute(
+                    f"SELECT app, app_name, app_namespace FROM {table} WHERE checked_at<=?",  # noqa: S608 - fixed names
+                    (now - interval,),
+                ).fetchall():
+                    due.setdefault(r["app"], dict(r))
+                db.execute(f"UPDATE {table} SET checked_at=? WHERE checked_at<=?", (now, now - interval))  # noqa: S608
+        return list(due.values())
 
     def depth(self) -> dict[str, int]:
         db = self._db()
@@ -337,21 +356,6 @@ class Outbox:
             self._local.db = None
 
 
-def _labels(labels: dict[str, str]) -> str:
-    return ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-
-
-def _inc(db: sqlite3.Connection, name: str, labels: dict[str, str], by: float = 1.0) -> None:
-    db.execute(
-        "INSERT INTO metrics(name, labels, value) VALUES (?,?,?) ON CONFLICT(name, labels) DO UPDATE SET value=value+excluded.value",
-        (name, _labels(labels), by),
-    )
-
-
-def _observe(db: sqlite3.Connection, name: str, labels: dict[str, str], value: float) -> None:
-    for bound in LATENCY_BUCKETS:
-        if value <= bound:
-            _inc(db, f"{name}_bucket", {**labels, "le": str(bound)})
-    _inc(db, f"{name}_bucket", {**labels, "le": "+Inf"})
-    _inc(db, f"{name}_sum", labels, value)
-    _inc(db, f"{name}_count", labels)
+def _reason(exc: BaseException) -> str:
+    """What SQLite said, short (e.g. "database or disk is full"): no paths, no SQL."""
+    return f"{type(exc).__name__}: {exc}"[:200]

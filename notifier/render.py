@@ -2,7 +2,8 @@
 
 Each ``<channel>.<locale>.j2`` defines macros (``title``, ``summary``, ``resource`` ...) that the
 channel modules call with a plain-data view of the DriftReport. A broken override fails at
-start-up: every macro is rendered once against a sample report before the app serves.
+start-up: every macro is rendered against a matrix of samples (every class, each optional field
+absent, every notice) before the app serves.
 """
 
 from __future__ import annotations
@@ -11,17 +12,57 @@ import json
 from pathlib import Path
 from typing import Any
 
+from driftguard.diff import FieldChange
+from driftguard.drift import ALERTING, CLASSES, MISSING, PRUNE_CANDIDATE, Actor, Classified
 from driftguard.errors import ConfigError
-from driftguard.report import DriftReport
+from driftguard.manifests import ResourceKey
+from driftguard.report import SEVERITIES, AppInfo, DriftReport
 
-__all__ = ["MACROS", "Templates", "view"]
+__all__ = [
+    "FALLBACK_TEXT",
+    "MACROS",
+    "Templates",
+    "change_view",
+    "fallback_view",
+    "notice_view",
+    "sample_views",
+    "view",
+]
 
 MACROS: dict[str, tuple[str, ...]] = {
-    "feishu": ("title", "summary", "resource", "more", "button", "resolved_title", "resolved_body"),
-    "slack": ("header", "summary", "resource", "context", "more", "fallback", "resolved"),
-    "pagerduty": ("summary",),
+    "feishu": (
+        "title",
+        "summary",
+        "resource",
+        "more",
+        "button",
+        "resolved_title",
+        "resolved_body",
+        "notice_title",
+        "notice_body",
+    ),
+    "slack": (
+        "header",
+        "summary",
+        "resource",
+        "context",
+        "more",
+        "fallback",
+        "resolved",
+        "notice_title",
+        "notice_body",
+    ),
+    "pagerduty": ("summary", "notice_title", "notice_body"),
 }
 LOCALES = ("zh-CN", "en")
+NOTICE_EVENTS = ("sync-failed", "render-refused", "prune-pending")
+
+# The last-resort alert is plain Python text, not a template: it goes out when templates or the
+# Argo CD lookup are what failed, so it must depend on neither.
+FALLBACK_TEXT = {
+    "en": "driftguard could not build the detailed alert for {app}: {reason}; open {link}",
+    "zh-CN": "driftguard 无法生成 {app} 的详细告警：{reason}；请打开 {link} 查看",
+}
 
 
 def _value(v: Any, limit: int = 120) -> str:
@@ -37,10 +78,25 @@ def _mrkdwn(v: Any) -> str:
     return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def view(report: DriftReport, *, link: str = "", kind: str = "alert", severity: str = "") -> dict[str, Any]:
-    """What templates see: plain data, alerting changes grouped by resource."""
+def change_view(c: Classified) -> dict[str, Any]:
+    """One change as templates see it: every key present (``actor`` is None when nobody is known)."""
+    out = c.to_json()
+    actor = out.get("actor")
+    out["actor"] = (
+        {
+            "manager": actor.get("manager") or "",
+            "operation": actor.get("operation") or "",
+            "time": actor.get("time"),
+        }
+        if isinstance(actor, dict)
+        else None
+    )
+    return out
+
+
+def _resources(changes: list[Classified]) -> list[dict[str, Any]]:
     resources: dict[str, dict[str, Any]] = {}
-    for c in report.alerting:
+    for c in changes:
         key = str(c.resource)
         res = resources.setdefault(
             key,
@@ -53,17 +109,111 @@ def view(report: DriftReport, *, link: str = "", kind: str = "alert", severity: 
                 "changes": [],
             },
         )
-        res["changes"].append(c.to_json())
+        res["changes"].append(change_view(c))
+    return list(resources.values())
+
+
+def view(report: DriftReport, *, link: str = "", kind: str = "alert", severity: str = "") -> dict[str, Any]:
+    """What templates see: plain data, alerting changes grouped by resource."""
     return {
         "kind": kind,
         "app": dict(report.app.__dict__),
         "severity": severity or report.severity,
-        "resources": list(resources.values()),
+        "resources": _resources(report.alerting),
         "total": len(report.alerting),
         "suppressed": report.suppressed,
         "link": link,
         "fingerprint": report.fingerprint(),
     }
+
+
+def notice_view(
+    app: AppInfo,
+    *,
+    event: str,
+    message: str = "",
+    lines: list[str] | None = None,
+    counts: dict[str, int] | None = None,
+    link: str = "",
+    severity: str = "error",
+) -> dict[str, Any]:
+    """A trigger's own message (sync failed, render refused, prunes pending): no field diff."""
+    return {
+        "kind": "notice",
+        "event": event,
+        "app": dict(app.__dict__),
+        "severity": severity,
+        "message": message,
+        "lines": list(lines or []),
+        "counts": dict(counts or {}),
+        "link": link,
+    }
+
+
+def fallback_view(app: AppInfo, *, reason: str, link: str = "") -> dict[str, Any]:
+    """The plain alert sent when the detailed one cannot be built."""
+    return {
+        "kind": "fallback",
+        "app": dict(app.__dict__),
+        "severity": "error",
+        "reason": reason,
+        "link": link,
+    }
+
+
+def fallback_text(v: dict[str, Any], locale: str) -> str:
+    template = FALLBACK_TEXT.get(locale, FALLBACK_TEXT["en"])
+    return template.format(app=v["app"]["name"], reason=v["reason"], link=v["link"] or "Argo CD")
+
+
+def sample_views() -> list[dict[str, Any]]:
+    """The start-up self-check's matrix: every class, with and without each optional field, every notice."""
+    full = AppInfo(
+        "sample-app",
+        project="sample",
+        cluster="prod-1",
+        destination_namespace="shop",
+        revision="0123456789abcdef0123456789abcdef01234567",
+        sync_status="OutOfSync",
+        health_status="Healthy",
+        operation_phase="Succeeded",
+    )
+    bare = AppInfo("sample-app")
+    actors = (Actor("kubectl-edit", "Update", "2026-01-01T00:00:00Z"), Actor("kubectl-patch"), None)
+    values: tuple[tuple[Any, Any], ...] = (
+        (1, 2),
+        (None, {"a": [1, "x"]}),
+        ("old", None),
+        ("", "新值 <&>"),
+    )
+    keys = (ResourceKey("apps", "Deployment", "shop", "api"), ResourceKey("", "Namespace", "", "shop"))
+    link = "https://argocd.example.com/applications/argocd/sample-app"
+    changes = []
+    for i, cls in enumerate(CLASSES):
+        for j, actor in enumerate(actors):
+            old, new = values[(i + j) % len(values)]
+            key = keys[(i + j) % len(keys)]
+            path = "" if cls in (MISSING, PRUNE_CANDIDATE) else "/spec/replicas"
+            changes.append(Classified(key, FieldChange(path, "replace", old, new), cls, actor))
+    views: list[dict[str, Any]] = []
+    for n, severity in enumerate(SEVERITIES):
+        for app, with_link in ((full, True), (bare, False)):
+            v = view(DriftReport(app), link=link if with_link else "")
+            # every class with each actor shape once per app shape; the severities share the work
+            v["resources"] = _resources(changes) if n == 0 else _resources(changes[:1])
+            v["total"] = len(changes)
+            v["suppressed"] = {c: 1 for c in CLASSES if c not in ALERTING} if with_link else {}
+            v["severity"] = severity
+            views.append(v)
+    views.append(view(DriftReport(bare)))  # nothing alerting: a resolve
+    for event in NOTICE_EVENTS:
+        views.append(
+            notice_view(
+                full, event=event, message="one\ntwo", lines=["a", "b"], counts={"Deployment": 2}, link=link
+            )
+        )
+        views.append(notice_view(bare, event=event))
+    return views
 
 
 class Templates:
@@ -87,38 +237,7 @@ class Templates:
         self._check()
 
     def _check(self) -> None:
-        from driftguard.report import AppInfo
-
-        sample = view(
-            DriftReport(AppInfo("sample-app")),
-            link="https://argocd.example.com/applications/argocd/sample-app",
-        )
-        sample["resources"] = [
-            {
-                "key": "Deployment.apps ns/x",
-                "kind": "Deployment",
-                "group": "apps",
-                "namespace": "ns",
-                "name": "x",
-                "changes": [
-                    {
-                        "path": "/spec/replicas",
-                        "op": "replace",
-                        "old": 1,
-                        "new": 2,
-                        "class": "human",
-                        "reason": "",
-                        "actor": {
-                            "manager": "kubectl-edit",
-                            "operation": "Update",
-                            "time": "2026-01-01T00:00:00Z",
-                        },
-                        "resource": {"group": "apps", "kind": "Deployment", "namespace": "ns", "name": "x"},
-                    }
-                ],
-            }
-        ]
-        sample["total"] = 1
+        views = sample_views()
         for channel, macros in MACROS.items():
             for locale in LOCALES:
                 name = f"{channel}.{locale}.j2"
@@ -126,9 +245,8 @@ class Templates:
                     module = self.env.get_template(name).module
                     for macro in macros:
                         fn = getattr(module, macro)
-                        fn(5) if macro == "more" else fn(
-                            sample["resources"][0]
-                        ) if macro == "resource" else fn(sample)
+                        for v in views:
+                            _call(fn, macro, v)
                 except Exception as exc:
                     raise ConfigError(
                         "DRIFTGUARD_NOTIFIER_TEMPLATES",
@@ -139,3 +257,20 @@ class Templates:
     def render(self, channel: str, locale: str, macro: str, arg: Any) -> str:
         """One macro's text, whitespace at the ends trimmed."""
         return str(getattr(self._modules[(channel, locale)], macro)(arg)).strip()
+
+
+def _call(fn: Any, macro: str, v: dict[str, Any]) -> None:
+    """Call a macro the way the channels do, with its part of a sample view."""
+    kind = v["kind"]
+    if macro.startswith("notice_"):
+        if kind == "notice":
+            fn(v)
+    elif kind == "notice":
+        return
+    elif macro == "more":
+        fn(5)
+    elif macro == "resource":
+        for res in v["resources"]:
+            fn(res)
+    else:
+        fn(v)

@@ -35,7 +35,12 @@ class NotifierSettings:
     dead_letter_after: float = 86400.0
     """A message still undelivered after this many seconds is dead-lettered (DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER)."""
     recheck_interval: float = 60.0
-    """While an app has open drift, re-check it this often: Argo CD fires OutOfSync once (DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL)."""
+    """While an app has open drift or is still OutOfSync, re-check it this often: Argo CD fires its trigger once
+    per episode (DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL)."""
+    max_attempts: int = 8
+    """Expansion/rendering attempts before the fallback alert and the dead letter (DRIFTGUARD_NOTIFIER_MAX_ATTEMPTS)."""
+    max_retry_after: float = 300.0
+    """Longest receiver Retry-After honoured, in seconds (DRIFTGUARD_NOTIFIER_MAX_RETRY_AFTER)."""
     templates_dir: str = ""
     """A directory of template overrides (DRIFTGUARD_NOTIFIER_TEMPLATES)."""
     argocd_cm_file: str = ""
@@ -53,6 +58,10 @@ class NotifierSettings:
         check_auth(self.auth, self.token, prefix="DRIFTGUARD_NOTIFIER")
         if self.lease < 1:
             raise ConfigError("DRIFTGUARD_NOTIFIER_LEASE", "must be at least 1 second")
+        if self.max_attempts < 1:
+            raise ConfigError("DRIFTGUARD_NOTIFIER_MAX_ATTEMPTS", "must be at least 1")
+        if self.max_retry_after < 0 or self.recheck_interval <= 0:
+            raise ConfigError("DRIFTGUARD_NOTIFIER_*", "durations must be positive")
         if self.max_body_bytes <= 0 or self.dedup_window < 0 or self.dead_letter_after <= 0:
             raise ConfigError("DRIFTGUARD_NOTIFIER_*", "sizes and durations must be positive")
         if not self.redact_salt:
@@ -77,6 +86,8 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_NOTIFIER_DEDUP_WINDOW": ("dedup_window", float),
     "DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER": ("dead_letter_after", float),
     "DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL": ("recheck_interval", float),
+    "DRIFTGUARD_NOTIFIER_MAX_ATTEMPTS": ("max_attempts", int),
+    "DRIFTGUARD_NOTIFIER_MAX_RETRY_AFTER": ("max_retry_after", float),
     "DRIFTGUARD_NOTIFIER_LEASE": ("lease", float),
     "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
     "DRIFTGUARD_NOTIFIER_WORKER": ("worker", boolean),

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import re
+import sqlite3
 import time
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
+
+from notifier.logs import event
 
 __all__ = ["bp", "validate"]
 
@@ -16,6 +20,31 @@ bp = Blueprint("webhook", __name__)
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+MAX_DEPTH = 64
+"""Deepest JSON nesting accepted: an Application is a dozen levels deep; 100,000 is an attack."""
+
+
+def _depth_ok(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Nesting of a JSON text within ``limit``, counted on the bytes before parsing (strings skipped)."""
+    depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x7B, 0x5B):
+            depth += 1
+            if depth > limit:
+                return False
+        elif byte in (0x7D, 0x5D):
+            depth -= 1
+    return True
 
 
 def _error(status: int, message: str) -> tuple[Response, int]:
@@ -54,27 +83,44 @@ def receive() -> tuple[Response, int]:
         given = request.headers.get("Authorization", "")
         expected = f"Bearer {state.settings.token}"
         if not hmac.compare_digest(given.encode(), expected.encode()):
-            state.outbox.count("driftguard_notifier_received_total", {"outcome": "unauthorized"})
+            state.metrics.received("unauthorized")
             return _error(401, "missing or wrong bearer token")
     raw = request.get_data(cache=False)  # Argo CD may send no Content-Type: read the body as it is
+    if not _depth_ok(raw):
+        state.metrics.received("invalid")
+        return _error(400, f"the body is nested deeper than {MAX_DEPTH} levels")
     try:
         body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        state.outbox.count("driftguard_notifier_received_total", {"outcome": "invalid"})
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        state.metrics.received("invalid")
         return _error(
             400, f"the body is not JSON ({type(exc).__name__} at position {getattr(exc, 'pos', '?')})"
         )
     try:
         name, namespace, trigger = validate(body)
     except ValueError as exc:
-        state.outbox.count("driftguard_notifier_received_total", {"outcome": "invalid"})
+        state.metrics.received("invalid")
         return _error(400, str(exc))
-    nid = state.outbox.add_notification(
-        body,
-        app=name,
-        app_namespace=namespace or state.settings.argocd.namespace,
-        trigger=trigger,
-        received_at=received_at,
-    )
+    try:
+        nid = state.outbox.add_notification(
+            body,
+            app=name,
+            app_namespace=namespace or state.settings.argocd.namespace,
+            trigger=trigger,
+            received_at=received_at,
+        )
+    except sqlite3.Error:
+        # not stored, so not accepted: Argo CD sees the 503 and the pod turns not ready until a write succeeds
+        state.metrics.received("unavailable")
+        event(
+            "outbox_write_failed",
+            level=logging.ERROR,
+            app=f"{namespace}/{name}",
+            reason=state.outbox.write_error,
+        )
+        return _error(
+            503, f"the outbox cannot be written ({state.outbox.write_error}); the notification was not stored"
+        )
+    state.metrics.received("accepted")
     state.worker.wake()  # this process's worker starts at once; the others find it by polling
     return jsonify({"id": nid}), 202

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,10 +36,21 @@ class FakeArgo:
     projects: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     fail_with: int | None = None
+    fail_until: float = 0.0
+    """With ``fail_with``: fail only until this time.time() (0: until cleared)."""
+    app_answer: Any = None
+    """Served instead of every Application (a wrong-shape or wrong-name answer) while set."""
     delay: float = 0.0
     url: str = ""
     faults: dict[str, Fault] = field(default_factory=dict)
     """Misbehave per route: ``application``, ``managed-resources``, ``project``, or ``*`` for every Argo CD route."""
+
+    def fail_for(self, status: int, seconds: float) -> None:
+        """Answer ``status`` (403 as Argo CD's RBAC does, 503, ...) for the next ``seconds``."""
+        import time
+
+        self.fail_until = time.time() + seconds
+        self.fail_with = status
 
     def put(self, app: dict[str, Any]) -> None:
         self.apps[(app["metadata"]["namespace"], app["metadata"]["name"])] = app
@@ -137,13 +149,14 @@ class _Handler(BaseHTTPRequestHandler):
         )
         self.fault = fake.faults.get(route) or (fake.faults.get("*") if route != "kube" else None)
         if fake.delay:
-            import time
-
             time.sleep(fake.delay)
-        if fake.fail_with:
-            self._send(
-                fake.fail_with, {"error": "injected failure", "code": 13, "message": "injected failure"}
-            )
+        if fake.fail_with and (not fake.fail_until or time.time() < fake.fail_until):
+            if fake.fail_with == 403:  # Argo CD's RBAC answer (gRPC PermissionDenied through the gateway)
+                self._send(403, {"error": "permission denied", "code": 7, "message": "permission denied"})
+            else:
+                self._send(
+                    fake.fail_with, {"error": "injected failure", "code": 13, "message": "injected failure"}
+                )
             return
         if self.headers.get("Authorization") != f"Bearer {fake.token}":
             self._send(
@@ -180,6 +193,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(fake.managed.get((ns, m.group(1))), f'applications.argoproj.io "{m.group(1)}"')
             return
         m = ARGO_APP.match(url.path)
+        if m and fake.app_answer is not None:
+            self._send(200, fake.app_answer)
+            return
         if m:
             self._answer(fake.apps.get((ns, m.group(1))), f'applications.argoproj.io "{m.group(1)}"')
             return

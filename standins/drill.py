@@ -226,6 +226,7 @@ def serve_drill(
     sync: str = "OutOfSync",
     secret: tuple[str, str] = ("db-PLANTED-password", "rotated-PLANTED-secret"),
     ignore_replicas: bool = False,
+    name: str = "deepseek-inference",
 ) -> None:
     """Put the drill on an Argo CD stand-in: the Application and its managed resources.
 
@@ -238,7 +239,7 @@ def serve_drill(
     from standins.argo_api import application
 
     app = application(
-        "deepseek-inference",
+        name,
         resources=[
             ("apps", "Deployment", "ai-serving", "deepseek-inference"),
             ("", "Secret", "ai-serving", "inference-db"),
@@ -259,7 +260,7 @@ def serve_drill(
     fake.put(app)
     live = inference_live(patched=patched, gpu="4" if patched else "2")
     held = secret[1] if secret_changed else secret[0]
-    fake.managed[("argocd", "deepseek-inference")] = {
+    fake.managed[("argocd", name)] = {
         "items": [
             managed_item(inference_desired(), live),
             managed_item(secret_desired(secret[0]), secret_live(base64.b64encode(held.encode()).decode())),

@@ -58,7 +58,7 @@ def start_gunicorn(
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
                 return proc
         except (requests.ConnectionError, requests.Timeout):  # workers still booting on a loaded machine
             time.sleep(0.1)

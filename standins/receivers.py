@@ -1,12 +1,16 @@
 """A local HTTP receiver standing in for Feishu, Slack and PagerDuty: it captures every request.
 
 Each path answers what the test scripts (status, JSON body, headers, delay), default: the real
-service's success answer.
+service's success answer. Faults: ``hang`` takes the message (it is captured: the chat shows it)
+and answers only after that many seconds, as a receiver slower than our read timeout does;
+``resets`` closes the next N connections with a TCP reset before answering (nothing taken).
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +46,10 @@ class Receivers:
     captured: list[Captured] = field(default_factory=list)
     scripts: dict[str, list[tuple[int, Any, dict[str, str]]]] = field(default_factory=dict)
     delay: dict[str, float] = field(default_factory=dict)
+    hang: dict[str, float] = field(default_factory=dict)
+    resets: dict[str, int] = field(default_factory=dict)
+    answered: list[tuple[str, float]] = field(default_factory=list)
+    """(path, time) of every answer sent, after any hang."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def script(self, path: str, *answers: tuple[int, Any] | tuple[int, Any, dict[str, str]]) -> None:
@@ -74,6 +82,22 @@ class _Handler(BaseHTTPRequestHandler):
         rx = self.rx
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
+        with rx.lock:
+            reset = rx.resets.get(self.path, 0) > 0
+            if reset:
+                rx.resets[self.path] -= 1
+        if reset:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()  # RST: the client sees "connection reset by peer"
+            self.close_connection = True
+            return
+        hang = rx.hang.get(self.path, 0.0)
+        if hang:
+            with rx.lock:
+                rx.captured.append(Captured(self.path, dict(self.headers.items()), body, time.time()))
+            time.sleep(hang)
+            self._reply(200, SUCCESS.get(self.path, (200, {}))[1], {})
+            return
         if rx.delay.get(self.path):
             time.sleep(rx.delay[self.path])
         with rx.lock:
@@ -83,14 +107,22 @@ class _Handler(BaseHTTPRequestHandler):
                 rx.captured.append(
                     Captured(self.path, {k: v for k, v in self.headers.items()}, body, time.time())
                 )
+        self._reply(status, answer, headers)
+
+    def _reply(self, status: int, answer: Any, headers: dict[str, str]) -> None:
         data = answer.encode() if isinstance(answer, str) else json.dumps(answer).encode()
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Type", "text/plain" if isinstance(answer, str) else "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        with self.rx.lock:
+            self.rx.answered.append((self.path, time.time()))
+        try:
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Type", "text/plain" if isinstance(answer, str) else "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client stopped waiting (its read timeout)
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """The only outbound HTTP path of the notifier: timeouts, proxies from the environment, one attempt.
 
 Retries belong to the outbox (backoff with jitter, Retry-After); this module sends once and turns
-every outcome into success, Retryable or Permanent. Receiver URLs and tokens are secrets: errors
+every outcome into success, Retryable, Unconfirmed (sent, no answer: resent only to an idempotent
+receiver) or Permanent. Receiver URLs and tokens are secrets: errors
 carry the channel's name and a truncated body, never the URL.
 """
 
@@ -12,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from driftguard.errors import Permanent, Retryable
+from driftguard.errors import Permanent, Retryable, Unconfirmed
 from notifier.channels.base import Channel
 
 __all__ = ["HttpSender", "retry_after", "snippet", "status_check"]
@@ -72,8 +73,15 @@ class HttpSender:
                 timeout=self.timeout,
                 allow_redirects=False,
             )
-        except requests.Timeout as exc:
-            raise Retryable(f"{channel.name}: timed out") from exc
+        except requests.ConnectTimeout as exc:
+            raise Retryable(f"{channel.name}: connect timed out") from exc
+        except requests.ReadTimeout as exc:
+            # sent, unanswered: only a receiver that deduplicates may be asked again
+            if getattr(channel, "idempotent", False):
+                raise Retryable(f"{channel.name}: no answer within {self.timeout[1]:g} s") from exc
+            raise Unconfirmed(
+                f"{channel.name}: no answer within {self.timeout[1]:g} s; not resent (the receiver may have it)"
+            ) from exc
         except requests.RequestException as exc:
             raise Retryable(f"{channel.name}: connection failed ({type(exc).__name__})") from exc
         channel.check(resp.status_code, resp.headers, resp.content[:65536])

@@ -9,10 +9,15 @@ from urllib.parse import urlparse
 
 from driftguard.errors import ConfigError
 
-__all__ = ["ALERT", "RESOLVE", "Channel", "Outbound", "require_url"]
+__all__ = ["ALERT", "FALLBACK", "KINDS", "NOTICE", "RESOLVE", "Channel", "Outbound", "require_url"]
 
 ALERT = "alert"
 RESOLVE = "resolve"
+NOTICE = "notice"
+"""A trigger's own message: sync failed, render refused, prunes pending."""
+FALLBACK = "fallback"
+"""The plain alert sent when the detailed one could not be built."""
+KINDS = (ALERT, RESOLVE, NOTICE, FALLBACK)
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,8 @@ class Channel(Protocol):
     name: str
     type: str
     locale: str
+    idempotent: bool
+    """A resend of a message the receiver already took is harmless (PagerDuty's dedup_key)."""
 
     def payload(self, view: dict[str, Any], *, kind: str) -> dict[str, Any]:
         """The message (JSON-able), from the report view, for an alert or a resolve."""

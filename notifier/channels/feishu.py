@@ -18,9 +18,9 @@ from typing import Any
 
 from driftguard.errors import ConfigError, Permanent, Retryable
 from notifier.channels._http import snippet, status_check
-from notifier.channels.base import RESOLVE, Outbound, require_url
+from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.render import Templates
+from notifier.render import Templates, fallback_text
 
 __all__ = ["FeishuChannel", "sign"]
 
@@ -37,6 +37,7 @@ def sign(timestamp: int, secret: str) -> str:
 
 class FeishuChannel:
     type = "feishu"
+    idempotent = False  # a resent card is a second card
 
     def __init__(self, cfg: ChannelConfig, templates: Templates, *, locale: str) -> None:
         if not cfg.url:
@@ -56,6 +57,17 @@ class FeishuChannel:
         if kind == RESOLVE:
             elements: list[dict[str, Any]] = [_md(self._t("resolved_body", view))]
             return _card(self._t("resolved_title", view), "resolved", elements, self._button(view))
+        if kind == NOTICE:
+            body = self._t("notice_body", view)
+            return _card(
+                self._t("notice_title", view),
+                view["severity"],
+                [_md(body[: MAX_BYTES // 2])],
+                self._button(view),
+            )
+        if kind == FALLBACK:
+            title = f"driftguard: {view['app']['name']}"
+            return _card(title, "error", [_md(fallback_text(view, self.locale))], None)
         elements = [_md(self._t("summary", view)), {"tag": "hr"}]
         shown = 0
         for res in view["resources"]:

@@ -13,9 +13,9 @@ from typing import Any
 
 from driftguard.errors import ConfigError
 from notifier.channels._http import status_check
-from notifier.channels.base import RESOLVE, Outbound, require_url
+from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.render import Templates
+from notifier.render import Templates, fallback_text
 
 __all__ = ["PagerDutyChannel", "dedup_key"]
 
@@ -30,6 +30,7 @@ def dedup_key(app: Mapping[str, Any]) -> str:
 
 class PagerDutyChannel:
     type = "pagerduty"
+    idempotent = True  # the same dedup_key: a resend updates the one incident
 
     def __init__(self, cfg: ChannelConfig, templates: Templates, *, locale: str) -> None:
         where = f"config.channels.{cfg.name}"
@@ -48,7 +49,29 @@ class PagerDutyChannel:
         key = dedup_key(view["app"])
         if kind == RESOLVE:
             return {"event_action": "resolve", "dedup_key": key}
-        summary = self.templates.render("pagerduty", self.locale, "summary", view)
+        details: dict[str, Any]
+        if kind == NOTICE:
+            title = self.templates.render("pagerduty", self.locale, "notice_title", view)
+            body = self.templates.render("pagerduty", self.locale, "notice_body", view)
+            summary = f"{title}: {body}".replace("\n", " ")
+            details = {
+                "app": view["app"],
+                "event": view["event"],
+                "message": view["message"],
+                "lines": view["lines"][:100],
+                "counts": view["counts"],
+            }
+        elif kind == FALLBACK:
+            summary = fallback_text(view, self.locale)
+            details = {"app": view["app"], "reason": view["reason"]}
+        else:
+            summary = self.templates.render("pagerduty", self.locale, "summary", view)
+            details = {
+                "app": view["app"],
+                "changes": [c for res in view["resources"] for c in res["changes"]][:100],
+                "suppressed": view["suppressed"],
+                "fingerprint": view["fingerprint"],
+            }
         if len(summary) > MAX_SUMMARY:
             summary = summary[: MAX_SUMMARY - 1] + "…"
         event: dict[str, Any] = {
@@ -62,12 +85,7 @@ class PagerDutyChannel:
                 "component": view["app"]["destination_namespace"] or view["app"]["name"],
                 "group": view["app"]["project"],
                 "class": "gitops-drift",
-                "custom_details": {
-                    "app": view["app"],
-                    "changes": [c for res in view["resources"] for c in res["changes"]][:100],
-                    "suppressed": view["suppressed"],
-                    "fingerprint": view["fingerprint"],
-                },
+                "custom_details": details,
             },
         }
         if view.get("link"):

@@ -13,9 +13,9 @@ from typing import Any
 
 from driftguard.errors import ConfigError, Permanent, Retryable
 from notifier.channels._http import snippet, status_check
-from notifier.channels.base import RESOLVE, Outbound, require_url
+from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.render import Templates
+from notifier.render import Templates, fallback_text
 
 __all__ = ["SlackChannel"]
 
@@ -32,6 +32,7 @@ def _cut(text: str, limit: int) -> str:
 
 class SlackChannel:
     type = "slack"
+    idempotent = False  # a resent message is a second message
 
     def __init__(self, cfg: ChannelConfig, templates: Templates, *, locale: str) -> None:
         where = f"config.channels.{cfg.name}"
@@ -57,6 +58,21 @@ class SlackChannel:
         return self.templates.render("slack", self.locale, macro, arg)
 
     def payload(self, view: dict[str, Any], *, kind: str) -> dict[str, Any]:
+        if kind in (NOTICE, FALLBACK):
+            if kind == NOTICE:
+                title, text = self._t("notice_title", view), self._t("notice_body", view)
+            else:
+                title, text = f"driftguard: {view['app']['name']}", fallback_text(view, self.locale)
+            return {
+                "text": _cut(f"{title}: {text}", 3000),
+                "blocks": [
+                    {
+                        "type": "header",
+                        "text": {"type": "plain_text", "text": _cut(title, MAX_HEADER), "emoji": True},
+                    },
+                    {"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, MAX_SECTION)}},
+                ],
+            }
         if kind == RESOLVE:
             text = self._t("resolved", view)
             return {

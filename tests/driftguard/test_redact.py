@@ -102,3 +102,64 @@ def test_references_to_secrets_are_not_masked() -> None:
     masked = r.value({"volumes": [{"name": "tls", "secret": {"secretName": "tls-cert"}}], "token": "abc"})
     assert masked["volumes"][0]["secret"]["secretName"] == "tls-cert"
     assert masked["token"].startswith("***")
+
+
+CARRIERS = {
+    "url-password": lambda s: f"postgres://admin:{s}@db.example.com:5432/app?sslmode=require",
+    "url-user-token": lambda s: f"https://{s}@git.example.com/org/repo.git",
+    "url-query": lambda s: f"https://api.example.com/v1/x?region=eu&access_token={s}&page=2",
+    "url-signature": lambda s: f"https://bucket.example.com/o?X-Amz-Signature={s}",
+    "slack-hook": lambda s: f"https://hooks.slack.example.com/services/T000/B000/{s}",
+    "feishu-hook": lambda s: f"https://open.feishu.example.com/open-apis/bot/v2/hook/{s}",
+    "json": lambda s: json.dumps({"db": {"host": "db", "password": s}}),
+    "json-list": lambda s: json.dumps([{"name": "x", "apiKey": s}]),
+    "yaml": lambda s: f"db:\n  host: db\n  password: {s}\n",
+    "yaml-nested": lambda s: f"credentials:\n  user: bob\n  pass: {s}\n",
+    "properties": lambda s: f"a=1\nspring.datasource.password={s}\n",
+    "env-file": lambda s: f"export API_TOKEN={s}\nDEBUG=1\n",
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=planted,
+    carrier=st.sampled_from(sorted(CARRIERS)),
+    where=st.sampled_from(["configmap", "annotation", "env"]),
+)
+def test_secrets_carried_inside_string_values_are_masked(secret: str, carrier: str, where: str) -> None:
+    text = CARRIERS[carrier](secret)
+    if where == "configmap":
+        obj: dict[str, Any] = {"kind": "ConfigMap", "data": {"settings": text}}
+    elif where == "annotation":
+        obj = {"kind": "Deployment", "metadata": {"annotations": {"example.com/config": text}}}
+    else:
+        obj = {"kind": "Deployment", "env": [{"name": "SETTINGS", "value": text}]}
+    out = Redactor(salt=b"s").value(obj)
+    assert not leaks(out, secret), out
+    assert "***" in json.dumps(out)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    secret=planted,
+    carrier=st.sampled_from(
+        [k for k in CARRIERS if k.startswith(("url", "slack", "feishu", "properties", "env"))]
+    ),
+)
+def test_free_text_is_scrubbed(secret: str, carrier: str) -> None:
+    from driftguard.redact import scrub_text
+
+    text = f"send failed: {CARRIERS[carrier](secret)} answered 500"
+    assert secret not in scrub_text(text)
+
+
+def test_plain_values_are_left_alone() -> None:
+    r = Redactor(salt=b"s")
+    for value in (
+        "registry.example.com/ai/deepseek-inference:1.8.2",
+        "https://argocd.example.com/applications/argocd/shop",
+        "key: value",
+        "log-level=debug",
+        '{"replicas": 3, "image": "nginx:1.27"}',
+    ):
+        assert r.value({"data": {"x": value}}) == {"data": {"x": value}}, value

@@ -84,13 +84,20 @@ def test_templates_post_json_our_webhook_accepts(tmp_path: Path) -> None:
 
 def test_triggers_and_subscriptions_reference_what_exists(tmp_path: Path) -> None:
     data = patched_cm(tmp_path)
-    for trigger in ("on-drift-detected", "on-drift-resolved"):
+    triggers = (
+        "on-drift-detected",
+        "on-drift-resolved",
+        "on-sync-failed",
+        "on-render-refused",
+        "on-prune-pending",
+    )
+    for trigger in triggers:
         [cond] = yaml.safe_load(data[f"trigger.{trigger}"])
         for template in cond["send"]:
             assert f"template.{template}" in data
     assert "OutOfSync" in data["trigger.on-drift-detected"]
     [sub] = yaml.safe_load(data["subscriptions"])
-    assert set(sub["triggers"]) == {"on-drift-detected", "on-drift-resolved"}
+    assert set(sub["triggers"]) == set(triggers)
     assert all(r.split(":")[0] == "driftguard" for r in sub["recipients"])
 
 

@@ -65,11 +65,50 @@ def test_it_starts_gunicorn_that_answers(tmp_path: Path, argo: FakeArgo) -> None
         deadline = time.monotonic() + 30
         while True:
             try:
-                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a worker still booting
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
             time.sleep(0.1)
     finally:
         stop(proc)
+
+
+def test_metrics_add_up_over_every_gunicorn_worker(tmp_path: Path, argo: FakeArgo) -> None:
+    """prometheus-client's multiprocess mode under the CLI's gunicorn: both workers' counts in one scrape."""
+    port = free_port()
+    prom = tmp_path / "prom"
+    prom.mkdir()
+    env = env_for(tmp_path, argo, DRIFTGUARD_NOTIFIER_WORKER="false", PROMETHEUS_MULTIPROC_DIR=str(prom))
+    with (tmp_path / "log").open("wb") as log:
+        proc = subprocess.Popen(
+            [CLI, "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        sent = 0
+        # until both workers have counted some (each writes its own counter_<pid>.db)
+        while time.monotonic() < deadline and (len(list(prom.glob("counter_*.db"))) < 2 or sent < 10):
+            try:
+                resp = requests.post(
+                    f"{url}/v1/notifications", data="{}", headers={"Authorization": "Bearer nope"}, timeout=5
+                )
+            except (requests.ConnectionError, requests.Timeout):
+                time.sleep(0.1)
+                continue
+            assert resp.status_code == 401 and resp.json() == {"error": "missing or wrong bearer token"}
+            sent += 1
+        assert len(list(prom.glob("counter_*.db"))) == 2
+        text = requests.get(f"{url}/metrics", timeout=5).text
+        assert f'driftguard_notifier_received_total{{outcome="unauthorized"}} {float(sent)}' in text
+        assert 'driftguard_notifier_failures_total{stage="send"} 0.0' in text
+        assert 'driftguard_notifier_queue_depth{queue="notifications"} 0.0' in text
+    finally:
+        stop(proc)
+    assert "Traceback" not in (tmp_path / "log").read_text()

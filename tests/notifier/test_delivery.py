@@ -143,3 +143,22 @@ def test_metrics_and_health(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
     assert client.get("/readyz").status_code == 200
     spec = client.get("/openapi.json").get_json()
     assert "/v1/notifications" in spec["paths"] and spec["openapi"].startswith("3.")
+
+
+def test_retry_after_is_capped_and_never_past_the_dead_letter_window(
+    app: Flask, argo: FakeArgo, rx: Receivers
+) -> None:
+    drill_app(argo)
+    w = worker(app)
+    rx.script("/slack", (429, "rate_limited", {"Retry-After": "100000"}))
+    post(app.test_client(), notification())
+    w.run_once(wait=True)
+    [pending] = outbox(app).messages("pending")
+    assert 250 < pending["next_at"] - time.time() <= 300  # DRIFTGUARD_NOTIFIER_MAX_RETRY_AFTER's default
+    w.dead_letter_after = 60.0
+    drill_app(argo, secret_changed=False)  # new drift, a new message to the same receiver
+    rx.script("/feishu", (429, "rate_limited", {"Retry-After": "100000"}))
+    post(app.test_client(), notification())
+    w.run_once(wait=True)
+    [later] = [m for m in outbox(app).messages("pending") if m["channel"] == "feishu"]
+    assert later["next_at"] <= later["created_at"] + 60.0  # the last try is at the window's end
