@@ -1,0 +1,159 @@
+"""The git generator, directories and files (applicationset/generators/git.go), on this repository.
+
+Argo CD asks its repo-server for the repository's directories (every directory but ``.git``,
+symlinks not followed) or files at ``revision``; driftguard reads the checkout of the revision
+being diffed, and only when ``repoURL`` is this repository: another repository is an error naming
+it, never a silent skip. Directories match ``path.Match`` patterns (``*`` stays within one path
+segment); an ``exclude: true`` pattern wins over any include. File patterns are git pathspecs
+(Argo's default globbing: ``*`` also crosses ``/``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from cmp_plugin.appset.base import Context, Dropped, Generated, Origin, Params
+from cmp_plugin.appset.gofmt import flatten, format_v, path_match
+from cmp_plugin.appset.template import sanitize_name
+from cmp_plugin.appset.values import add_values
+from driftguard.errors import DriftguardError
+from driftguard.manifests import safe_load
+
+__all__ = ["GitGenerator", "normalize_url"]
+
+
+def normalize_url(url: str) -> str:
+    """A repository URL compared the way people mean it: scheme, user, ``.git`` and case of the host ignored."""
+    u = url.strip().rstrip("/")
+    u = u.removesuffix(".git")
+    if "://" in u:
+        u = u.split("://", 1)[1]
+    elif ":" in u and "@" in u.split(":", 1)[0]:  # scp-like git@host:org/repo
+        host, rest = u.split(":", 1)
+        u = f"{host}/{rest}"
+    if "@" in u.split("/", 1)[0]:
+        u = u.split("@", 1)[1]
+    host, _, rest = u.partition("/")
+    return f"{host.lower()}/{rest}"
+
+
+class GitGenerator:
+    name = "git"
+
+    def generate(self, spec: dict[str, Any], ctx: Context) -> list[Generated]:
+        url = str(spec.get("repoURL") or "")
+        if normalize_url(url) not in ctx.repo_urls:
+            known = ", ".join(sorted(ctx.repo_urls)) or "none (no --repo-url and no git remote)"
+            raise ctx.fail(
+                f"git generator repoURL {url or '(empty)'} is not this repository ({known}); "
+                "driftguard reads only the repository being diffed: pass --repo-url if it is this one"
+            )
+        prefix = str(spec.get("pathParamPrefix") or "")
+        if spec.get("directories"):
+            if spec.get("files"):
+                raise ctx.fail("a git generator takes directories or files, not both")
+            return [
+                Generated(add_values(_dir_params(p, prefix), spec.get("values"), ctx), (o,))
+                for p, o in self._dirs(spec, ctx)
+            ]
+        if spec.get("files"):
+            return self._files(spec, ctx, prefix)
+        raise ctx.fail("a git generator needs directories or files")
+
+    def _dirs(self, spec: dict[str, Any], ctx: Context) -> list[tuple[str, Origin]]:
+        items = [d for d in spec["directories"] if isinstance(d, dict) and "path" in d]
+        out = []
+        for rel in all_directories(ctx.tree):
+            include = [d["path"] for d in items if not d.get("exclude") and path_match(str(d["path"]), rel)]
+            exclude = [d["path"] for d in items if d.get("exclude") and path_match(str(d["path"]), rel)]
+            origin = Origin("git", f"dir:{rel}", f"git directory {rel}", rel)
+            if include and exclude:
+                ctx.dropped.append(Dropped((origin,), f"excluded by `{exclude[0]}` (exclude: true)"))
+            elif include:
+                out.append((rel, origin))
+        return out
+
+    def _files(self, spec: dict[str, Any], ctx: Context, prefix: str) -> list[Generated]:
+        items = [f for f in spec["files"] if isinstance(f, dict) and "path" in f]
+        files = all_files(ctx.tree)
+        chosen: dict[str, None] = {}
+        for item in (i for i in items if not i.get("exclude")):
+            chosen.update((f, None) for f in files if fnmatch.fnmatchcase(f, str(item["path"])))
+        for item in (i for i in items if i.get("exclude")):
+            for f in [f for f in chosen if fnmatch.fnmatchcase(f, str(item["path"]))]:
+                del chosen[f]
+                origin = Origin("git", f"file:{f}", f"git file {f}", f)
+                ctx.dropped.append(Dropped((origin,), f"excluded by `{item['path']}` (exclude: true)"))
+        out = []
+        for rel in sorted(chosen):
+            try:
+                data = safe_load((ctx.tree / rel).read_text())
+            except (OSError, UnicodeDecodeError, DriftguardError, ValueError) as exc:
+                raise ctx.fail(f"unable to process file '{rel}': {str(exc).splitlines()[0]}") from exc
+            objects = data if isinstance(data, list) else [data if data is not None else {}]
+            for i, obj in enumerate(objects):
+                if not isinstance(obj, dict):
+                    raise ctx.fail(f"unable to process file '{rel}': not a map or a list of maps")
+                params: Params = {k: format_v(v) for k, v in flatten(obj).items()}
+                params.update(_file_params(rel, prefix))
+                key = f"file:{rel}" + (f"#{i}" if len(objects) > 1 else "")
+                what = f"git file {rel}" + (f" (item {i})" if len(objects) > 1 else "")
+                out.append(
+                    Generated(add_values(params, spec.get("values"), ctx), (Origin("git", key, what, rel),))
+                )
+        return out
+
+
+def _dir_params(rel: str, prefix: str) -> Params:
+    name = f"{prefix}.path" if prefix else "path"
+    params: Params = {
+        name: rel,
+        f"{name}.basename": posixpath.basename(rel),
+        f"{name}.basenameNormalized": sanitize_name(posixpath.basename(rel)),
+    }
+    params.update({f"{name}[{i}]": seg for i, seg in enumerate(rel.split("/")) if seg})
+    return params
+
+
+def _file_params(rel: str, prefix: str) -> Params:
+    name = f"{prefix}.path" if prefix else "path"
+    directory = posixpath.dirname(rel) or "."
+    base = posixpath.basename(directory)
+    params: Params = {
+        name: directory,
+        f"{name}.basename": base,
+        f"{name}.filename": posixpath.basename(rel),
+        f"{name}.basenameNormalized": sanitize_name(base),
+        f"{name}.filenameNormalized": sanitize_name(posixpath.basename(rel)),
+    }
+    params.update({f"{name}[{i}]": seg for i, seg in enumerate(directory.split("/")) if seg})
+    return params
+
+
+def all_directories(tree: Path) -> list[str]:
+    """Every directory of the checkout, relative, sorted; ``.git`` skipped, symlinks not followed."""
+    out = []
+    for dirpath, dirnames, _ in os.walk(tree):
+        dirnames[:] = sorted(
+            d for d in dirnames if d != ".git" and not (Path(dirpath) / d).is_symlink()
+        )
+        rel = os.path.relpath(dirpath, tree)
+        if rel != ".":
+            out.append(rel.replace(os.sep, "/"))
+    return sorted(out)
+
+
+def all_files(tree: Path) -> list[str]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = os.path.relpath(dirpath, tree)
+        for name in filenames:
+            if rel == "." and name == ".git":
+                continue
+            out.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+    return sorted(out)
