@@ -151,8 +151,7 @@ def command(args: argparse.Namespace) -> int:
     blocked = [
         d.name
         for d in report.diffs
-        if any(fnmatch.fnmatchcase(d.name, p) for p in args.fail_on_removal)
-        and (d.removed or d.broken)
+        if any(fnmatch.fnmatchcase(d.name, p) for p in args.fail_on_removal) and (d.removed or d.broken)
     ]
     findings = [f for f in report.findings if not f.allowed]
     if blocked:

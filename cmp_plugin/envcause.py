@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cmp_plugin.gating import truthy
 from cmp_plugin.guards.implicit_defaults import Finding
 from driftguard.manifests import ResourceKey
 
@@ -16,7 +17,7 @@ def cause_of(key: ResourceKey, source: str, before: list[Finding], after: list[F
     was = {(f.gate.key, f.gate.file): f for f in before}
     for f in after:
         old = was.get((f.gate.key, f.gate.file))
-        if f.renders is not False or (old is not None and old.renders is False):
+        if not _hides(f) or (old is not None and _hides(old)):
             continue
         kinds = {r.split(" ", 1)[0] for r in f.gate.resources}
         in_file = bool(source) and (source.endswith("/" + f.gate.file) or source == f.gate.file)
@@ -30,6 +31,14 @@ def cause_of(key: ResourceKey, source: str, before: list[Finding], after: list[F
         origin = "chart default" if not f.explicit else "value"
         return f"`{f.gate.key}` ({origin} {_v(f.value)}) now hides it ({where})"
     return ""
+
+
+def _hides(f: Finding) -> bool:
+    """The gate hides its resources; a condition the scanner cannot decide (``renders`` None, as in a
+    subchart's ``if .Values.enabled``) is read as a plain truth test of the key's value."""
+    return f.renders is False or (
+        f.renders is None and f.gate.condition.split()[:1] == ["if"] and not truthy(f.value)
+    )
 
 
 def _v(value: Any) -> str:

@@ -138,9 +138,7 @@ def all_directories(tree: Path) -> list[str]:
     """Every directory of the checkout, relative, sorted; ``.git`` skipped, symlinks not followed."""
     out = []
     for dirpath, dirnames, _ in os.walk(tree):
-        dirnames[:] = sorted(
-            d for d in dirnames if d != ".git" and not (Path(dirpath) / d).is_symlink()
-        )
+        dirnames[:] = sorted(d for d in dirnames if d != ".git" and not (Path(dirpath) / d).is_symlink())
         rel = os.path.relpath(dirpath, tree)
         if rel != ".":
             out.append(rel.replace(os.sep, "/"))
