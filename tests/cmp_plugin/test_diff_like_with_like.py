@@ -8,6 +8,7 @@ bounded; the git worktrees go away on exit and on SIGINT/SIGTERM.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -154,10 +155,8 @@ def test_worktrees_are_removed_when_the_diff_is_killed(tmp_path: Path, signum: i
             proc.kill()
         if marker.exists():
             pid = int(marker.read_text().strip())
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
     assert code == 128 + signum
     assert len(repo.worktrees()) == 1
     assert not list(scratch.glob("driftguard-diff-*"))
