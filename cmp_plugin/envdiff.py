@@ -442,12 +442,14 @@ def _explain_deletion(d: EnvDiff, inv: dict[str, Inventory], head_tree: Path, op
         policy = effective_policy(appset, options.policy)
         if policy in KEEPING_POLICIES:
             keep = f"the ApplicationSet policy is {policy}: the controller never deletes Applications"
-        elif appset.preserve:
-            keep = "the ApplicationSet sets syncPolicy.preserveResourcesOnDeletion: true"
     else:
         d.deletion = "the Application manifest is gone at head"
     if not keep and not any(f in PRUNING_FINALIZERS for f in base.finalizers):
-        keep = "the Application has no resources-finalizer: deleting it leaves its resources in place"
+        keep = (
+            "the ApplicationSet sets syncPolicy.preserveResourcesOnDeletion: true"
+            if base.appset and inv["base"].appsets[base.appset].preserve
+            else "the Application has no resources-finalizer: deleting it leaves its resources in place"
+        )
     if keep:
         d.kept = [Change(c.key, keep) for c in d.removed]
         d.removed = []

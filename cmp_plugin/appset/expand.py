@@ -89,9 +89,12 @@ def expand(obj: dict[str, Any], ctx: Context, *, source: str = "") -> Expansion:
         merged = _merge_template(entry.get("template"), tmpl)
         kind = next(k for k in entry if k not in ("selector", "template", "values"))
         for g in sets:
-            app = _render_app(merged, g.params, out.preserve)
-            if patch:
-                app = _apply_patch(app, template.replace(str(patch), g.params), ctx)
+            try:
+                app = _render_app(merged, g.params, out.preserve)
+                if patch:
+                    app = _apply_patch(app, template.replace(str(patch), g.params), ctx)
+            except ValueError as exc:
+                raise ctx.fail(f"spec.generators[{i}] ({kind}): {exc}") from exc
             app["metadata"]["namespace"] = meta.get("namespace") or "argocd"
             name = str(app["metadata"].get("name") or "")
             if not name or "{{" in name:

@@ -65,17 +65,11 @@ class GitGenerator:
         raise ctx.fail("a git generator needs directories or files")
 
     def _dirs(self, spec: dict[str, Any], ctx: Context) -> list[tuple[str, Origin]]:
-        items = [d for d in spec["directories"] if isinstance(d, dict) and "path" in d]
-        out = []
-        for rel in all_directories(ctx.tree):
-            include = [d["path"] for d in items if not d.get("exclude") and path_match(str(d["path"]), rel)]
-            exclude = [d["path"] for d in items if d.get("exclude") and path_match(str(d["path"]), rel)]
+        chosen, excluded = filter_directories(spec["directories"], all_directories(ctx.tree))
+        for rel, pattern in excluded:
             origin = Origin("git", f"dir:{rel}", f"git directory {rel}", rel)
-            if include and exclude:
-                ctx.dropped.append(Dropped((origin,), f"excluded by `{exclude[0]}` (exclude: true)"))
-            elif include:
-                out.append((rel, origin))
-        return out
+            ctx.dropped.append(Dropped((origin,), f"excluded by `{pattern}` (exclude: true)"))
+        return [(rel, Origin("git", f"dir:{rel}", f"git directory {rel}", rel)) for rel in chosen]
 
     def _files(self, spec: dict[str, Any], ctx: Context, prefix: str) -> list[Generated]:
         items = [f for f in spec["files"] if isinstance(f, dict) and "path" in f]
@@ -91,21 +85,49 @@ class GitGenerator:
         out = []
         for rel in sorted(chosen):
             try:
-                data = safe_load((ctx.tree / rel).read_text())
+                sets = file_param_sets(rel, (ctx.tree / rel).read_text(), prefix)
             except (OSError, UnicodeDecodeError, DriftguardError, ValueError) as exc:
                 raise ctx.fail(f"unable to process file '{rel}': {str(exc).splitlines()[0]}") from exc
-            objects = data if isinstance(data, list) else [data if data is not None else {}]
-            for i, obj in enumerate(objects):
-                if not isinstance(obj, dict):
-                    raise ctx.fail(f"unable to process file '{rel}': not a map or a list of maps")
-                params: Params = {k: format_v(v) for k, v in flatten(obj).items()}
-                params.update(_file_params(rel, prefix))
-                key = f"file:{rel}" + (f"#{i}" if len(objects) > 1 else "")
-                what = f"git file {rel}" + (f" (item {i})" if len(objects) > 1 else "")
-                out.append(
-                    Generated(add_values(params, spec.get("values"), ctx), (Origin("git", key, what, rel),))
-                )
+            for i, params in enumerate(sets):
+                key = f"file:{rel}" + (f"#{i}" if len(sets) > 1 else "")
+                what = f"git file {rel}" + (f" (item {i})" if len(sets) > 1 else "")
+                origin = Origin("git", key, what, rel)
+                out.append(Generated(add_values(params, spec.get("values"), ctx), (origin,)))
         return out
+
+
+def filter_directories(items: Any, paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """git.go ``filterApps``: (directories chosen, (directory, the exclude pattern that dropped it))."""
+    entries = [d for d in items if isinstance(d, dict) and "path" in d] if isinstance(items, list) else []
+    chosen, excluded = [], []
+    for rel in paths:
+        include = [
+            str(d["path"]) for d in entries if not d.get("exclude") and path_match(str(d["path"]), rel)
+        ]
+        exclude = [str(d["path"]) for d in entries if d.get("exclude") and path_match(str(d["path"]), rel)]
+        if include and exclude:
+            excluded.append((rel, exclude[0]))
+        elif include:
+            chosen.append(rel)
+    return chosen, excluded
+
+
+def file_param_sets(rel: str, text: str, prefix: str) -> list[Params]:
+    """git.go ``generateParamsFromGitFile`` (fasttemplate): a map or a list of maps, flattened, plus path.*."""
+    data = safe_load(text)
+    objects = data if isinstance(data, list) else [data if data is not None else {}]
+    out = []
+    for obj in objects:
+        if not isinstance(obj, dict):
+            raise ValueError("not a map or a list of maps")
+        params: Params = {k: format_v(v) for k, v in flatten(obj).items()}
+        params.update(_file_params(rel, prefix))
+        out.append(params)
+    return out
+
+
+def dir_params(rel: str, prefix: str) -> Params:
+    return _dir_params(rel, prefix)
 
 
 def _dir_params(rel: str, prefix: str) -> Params:

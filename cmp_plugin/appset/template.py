@@ -22,11 +22,21 @@ GO_TEMPLATE_UNSUPPORTED = (
 )
 
 _TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+_TEMPLATED = re.compile(r"\{\{.*\}\}")
 _INVALID_DNS = re.compile(r"[^-a-z0-9.]")
 
 
 def replace(text: str, params: Params) -> str:
-    """One string, as fasttemplate's ExecuteFuncString with Argo's tag function."""
+    """One string, as fasttemplate's ExecuteFuncString with Argo's tag function.
+
+    ValueError for a ``{{`` without its ``}}`` once the string holds a template at all
+    (fasttemplate: "cannot find end tag"; Argo checks ``.*{{.*}}.*`` first).
+    """
+    if "{{" not in text or not _TEMPLATED.search(text):
+        return text
+    ends = [m.end() for m in _TAG.finditer(text)]
+    if "{{" in text[ends[-1] if ends else 0 :]:
+        raise ValueError(f"invalid template {text!r}: cannot find end tag '}}}}'")
 
     def one(match: re.Match[str]) -> str:
         tag = match.group(1).strip()
@@ -35,7 +45,7 @@ def replace(text: str, params: Params) -> str:
             return match.group(0)
         return value
 
-    return _TAG.sub(one, text) if "{{" in text else text
+    return _TAG.sub(one, text)
 
 
 def render(obj: Any, params: Params) -> Any:
