@@ -16,13 +16,14 @@ from .conftest import run_cmp
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gitops"
+POSTMORTEM = ROOT / "examples" / "postmortem"
 REPO_URL = "https://git.example.com/platform/gitops.git"
 
 
 class Repo:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, exists: bool = False) -> None:
         self.path = path
-        path.mkdir(parents=True)
+        path.mkdir(parents=True, exist_ok=exists)
         self.git("init", "-q", "-b", "main")
         self.git("remote", "add", "origin", "git@git.example.com:platform/gitops.git")
 
@@ -108,31 +109,8 @@ def git_dirs(*patterns: str, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def payment_repo(path: Path) -> Repo:
-    """The post-mortem's layout: charts/payment, clusters/<env>/payment/payment (an umbrella chart
-    over charts/payment), apps/payment.yaml (a git directory ApplicationSet). Staging sets
-    ``enabled: true`` itself, production relies on the chart default."""
-    repo = Repo(path)
-    shutil.copytree(EXAMPLE / "charts", path / "charts")
-    for env, values in (
-        ("staging", "payment:\n  enabled: true\n  replicas: 2\n"),
-        ("production", "payment:\n  replicas: 6\n"),
-    ):
-        app = f"clusters/{env}/payment/payment"
-        repo.write(
-            f"{app}/Chart.yaml",
-            f"apiVersion: v2\nname: payment-{env}\nversion: 0.1.0\ndependencies:\n"
-            "  - name: payment\n    version: 1.4.0\n    repository: file://../../../../charts/payment\n",
-        )
-        repo.write(f"{app}/values.yaml", values)
-        (path / app / "charts").mkdir()
-        (path / app / "charts" / "payment").symlink_to("../../../../../charts/payment")
-    spec = appset(
-        "payment",
-        [git_dirs("clusters/*/payment/*")],
-        app_name="{{path.basename}}-{{path[1]}}",
-        path="{{path}}",
-    )
-    spec["spec"]["template"]["spec"]["destination"]["namespace"] = "payment-{{path[1]}}"
-    spec["spec"]["template"]["spec"]["syncPolicy"] = {"automated": {"prune": True, "allowEmpty": True}}
-    repo.write("apps/payment.yaml", spec)
-    return repo
+    """A copy of examples/postmortem (the post-mortem's layout: charts/payment, one umbrella chart
+    per clusters/<cluster>/payment/payment, apps/payment.yaml a git directory ApplicationSet)."""
+    shutil.copytree(POSTMORTEM, path, symlinks=True)
+    (path / "README.md").unlink()
+    return Repo(path, exists=True)
