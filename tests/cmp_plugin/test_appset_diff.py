@@ -298,3 +298,56 @@ def test_a_hand_written_application_removed_prunes_only_with_the_finalizer(tmp_p
     assert e["keep"]["removed"] == [] and e["keep"]["kept"][0]["cause"].startswith(
         "the Application has no resources-finalizer"
     )
+
+
+def test_a_files_generator_with_template_patch(tmp_path: Path) -> None:
+    repo = teams_repo(tmp_path, teams=("alpha", "beta"))
+    for team, owner in (("alpha", "ops"), ("beta", "web")):
+        repo.write(f"config/{team}/team.json", json.dumps({"owner": owner, "team": {"dir": f"teams/{team}"}}))
+    files = {"git": {"repoURL": REPO_URL, "revision": "HEAD", "files": [{"path": "config/**/team.json"}]}}
+    patch = "spec:\n  source:\n    path: '{{team.dir}}'\n"
+    repo.write(
+        "apps/teams.yaml",
+        appset(
+            "owners", [files], app_name="{{path.basename}}-{{owner}}", path="nowhere", templatePatch=patch
+        ),
+    )
+    base = repo.commit("base")
+    repo.remove("config/beta/team.json")
+    head = repo.commit("beta has no owner")
+    proc = repo.diff(base, head, "apps/", "--format", "json", "--allow-appset-shrink", "owners")
+    assert proc.returncode == 0, proc.stderr
+    e = envs(proc)
+    assert sorted(e) == ["alpha-ops", "beta-web"]
+    assert (
+        e["alpha-ops"]["path"] == "teams/alpha"
+        and e["alpha-ops"]["origin"] == "git file config/alpha/team.json"
+    )
+    assert e["beta-web"]["deletion"] == (
+        "ApplicationSet owners stops generating it: git file config/beta/team.json: the file was removed"
+    )
+    assert len(e["beta-web"]["removed"]) == 2
+    [shrink] = report(proc)["findings"]
+    assert shrink["allowed"] is True and "stop generating 1 of its 2" in shrink["message"]
+
+
+def test_a_renamed_application_is_a_deletion_and_a_creation(tmp_path: Path) -> None:
+    repo = teams_repo(tmp_path, teams=("alpha", "beta", "gamma", "delta", "omega"))
+    base = repo.commit("base")
+    repo.write(
+        "apps/teams.yaml",
+        appset("teams", [git_dirs("teams/*")], app_name="t-{{path.basename}}", path="{{path}}"),
+    )
+    head = repo.commit("rename")
+    proc = repo.diff(base, head, "apps/", "--format", "json", "--fail-on-removal", "team-alpha")
+    assert proc.returncode == 1
+    e = envs(proc)
+    assert e["team-alpha"]["deletion"] == (
+        "ApplicationSet teams stops generating it: git directory teams/alpha now generates t-alpha (the name template changed)"
+    )
+    assert e["t-alpha"]["status"] == "created"
+    # a rename deletes every old Application (and prunes it) before the new ones exist: a shrink
+    assert (
+        "refused by appset-shrink: ApplicationSet teams would stop generating 5 of its 5 Applications"
+        in proc.stderr
+    )
