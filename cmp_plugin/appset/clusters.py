@@ -19,7 +19,7 @@ from driftguard.manifests import safe_load
 
 __all__ = ["ClustersGenerator", "load_clusters"]
 
-SECRET_TYPE = "argocd.argoproj.io/secret-type"
+CLUSTER_LABEL = "argocd.argoproj.io/secret-type"
 IN_CLUSTER = ("in-cluster", "https://kubernetes.default.svc")
 
 
@@ -65,7 +65,7 @@ class ClustersGenerator:
         out = []
         for cluster in ctx.clusters:
             origin = Origin("clusters", f"cluster:{cluster.name}", f"cluster {cluster.name}")
-            if selector and not selector_matches(selector, {SECRET_TYPE: "cluster", **cluster.labels}, ctx):
+            if selector and not selector_matches(selector, {CLUSTER_LABEL: "cluster", **cluster.labels}, ctx):
                 continue
             params: Params = {
                 "name": cluster.name,
@@ -74,7 +74,7 @@ class ClustersGenerator:
                 "project": cluster.project,
             }
             params.update({f"metadata.annotations.{k}": v for k, v in cluster.annotations.items()})
-            labels = {SECRET_TYPE: "cluster", **cluster.labels}  # every cluster Secret carries it
+            labels = {CLUSTER_LABEL: "cluster", **cluster.labels}  # every cluster Secret carries it
             params.update({f"metadata.labels.{k}": v for k, v in labels.items()})
             out.append(Generated(add_values(params, spec.get("values"), ctx), (origin,)))
         if not selector and not any(c.server == IN_CLUSTER[1] for c in ctx.clusters):
