@@ -162,7 +162,7 @@ def diff_revisions(
     rel_targets = [_relative(t, cwd, root) for t in targets]
     urls = frozenset(normalize_url(u) for u in (*options.repo_urls, *_remotes(root)))
     with _worktrees(root, {"base": base_sha, "head": head_sha}) as trees:
-        inv = {label: _inventory(rel_targets, tree, urls, options) for label, tree in trees.items()}
+        inv = {label: _inventory(rel_targets, tree, urls, options, settings) for label, tree in trees.items()}
         names = sorted(inv["base"].envs.keys() | inv["head"].envs.keys())
         if not names and not any(i.errors for i in inv.values()):
             raise InputError(f"no Application manifests or app directories found in {', '.join(targets)}")
@@ -264,17 +264,19 @@ def _relative(target: str, cwd: Path, root: Path) -> str:
     return str(where.relative_to(root.resolve()))
 
 
-def _inventory(targets: list[str], tree: Path, urls: frozenset[str], options: DiffOptions) -> Inventory:
+def _inventory(
+    targets: list[str], tree: Path, urls: frozenset[str], options: DiffOptions, settings: CmpSettings
+) -> Inventory:
     inv = Inventory()
     for target in targets:
         matches = sorted(tree.glob(target)) if any(ch in target for ch in "*?[") else [tree / target]
         for path in matches:
             if path.is_file():
-                _read_manifests(path, tree, inv, urls, options)
+                _read_manifests(path, tree, inv, urls, options, settings)
             elif path.is_dir():
                 before = len(inv.envs) + len(inv.appsets)
                 for f in sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")):
-                    _read_manifests(f, tree, inv, urls, options)
+                    _read_manifests(f, tree, inv, urls, options, settings)
                 if len(inv.envs) + len(inv.appsets) == before:
                     rel = str(path.relative_to(tree))
                     inv.envs[rel] = Environment(rel, rel)
@@ -282,7 +284,7 @@ def _inventory(targets: list[str], tree: Path, urls: frozenset[str], options: Di
 
 
 def _read_manifests(
-    path: Path, tree: Path, inv: Inventory, urls: frozenset[str], options: DiffOptions
+    path: Path, tree: Path, inv: Inventory, urls: frozenset[str], options: DiffOptions, settings: CmpSettings
 ) -> None:
     source = str(path.relative_to(tree))
     try:
@@ -298,6 +300,8 @@ def _read_manifests(
                 tree=tree,
                 repo_urls=urls,
                 clusters=list(options.clusters) if options.clusters is not None else None,
+                helm=_helm(settings),
+                timeout=settings.timeout,
             )
             try:
                 expansion = expand(obj, ctx, source=source)
@@ -314,6 +318,13 @@ def _read_manifests(
             env = _environment_of(obj, path.stem)
             if env is not None:
                 inv.envs[env.name] = env
+
+
+def _helm(settings: CmpSettings) -> str:
+    try:
+        return settings.helm_path()
+    except DriftguardError:
+        return ""
 
 
 def _environment_of(

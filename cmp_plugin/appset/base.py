@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from driftguard.errors import InputError
+
+if TYPE_CHECKING:
+    from cmp_plugin.appset.gotemplate import GoTemplates
 
 __all__ = [
     "AppSetError",
@@ -82,9 +85,17 @@ class Context:
     """Normalised URLs that mean this repository (``--repo-url`` and the remotes)."""
     clusters: list[Cluster] | None
     """``--clusters FILE``; None when it was not given (a clusters generator is then an error)."""
-    go_template: bool = False
-    go_options: tuple[str, ...] = ()
+    helm: str = ""
+    """The helm binary, for ``goTemplate: true``."""
+    timeout: float = 45.0
+    """Seconds one helm run may take."""
+    go: GoTemplates | None = None
+    """The Go template engine when the ApplicationSet sets ``goTemplate: true``; None: fasttemplate."""
     dropped: list[Dropped] = field(default_factory=list)
+
+    @property
+    def go_template(self) -> bool:
+        return self.go is not None
 
     def fail(self, message: str) -> AppSetError:
         return AppSetError(f"ApplicationSet {self.appset}: {message}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from cmp_plugin.appset.base import AppSetError, Cluster, Context, Generated, Origin, Params
 from cmp_plugin.appset.template import sanitize_name
-from cmp_plugin.appset.values import add_values, selector_matches
+from cmp_plugin.appset.values import selector_matches
 from driftguard.errors import DriftguardError
 from driftguard.manifests import safe_load
 
@@ -73,13 +73,20 @@ class ClustersGenerator:
                 "server": cluster.server,
                 "project": cluster.project,
             }
-            params.update({f"metadata.annotations.{k}": v for k, v in cluster.annotations.items()})
             labels = {CLUSTER_LABEL: "cluster", **cluster.labels}  # every cluster Secret carries it
-            params.update({f"metadata.labels.{k}": v for k, v in labels.items()})
-            out.append(Generated(add_values(params, spec.get("values"), ctx), (origin,)))
+            if ctx.go_template:
+                meta: Params = {}
+                if cluster.annotations:
+                    meta["annotations"] = dict(cluster.annotations)
+                meta["labels"] = labels
+                params["metadata"] = meta
+            else:
+                params.update({f"metadata.annotations.{k}": v for k, v in cluster.annotations.items()})
+                params.update({f"metadata.labels.{k}": v for k, v in labels.items()})
+            out.append(Generated(params, (origin,)))
         if not selector and not any(c.server == IN_CLUSTER[1] for c in ctx.clusters):
             name, server = IN_CLUSTER
             params = {"name": name, "nameNormalized": name, "server": server, "project": ""}
             origin = Origin("clusters", f"cluster:{name}", f"cluster {name}")
-            out.append(Generated(add_values(params, spec.get("values"), ctx), (origin,)))
+            out.append(Generated(params, (origin,)))
         return out

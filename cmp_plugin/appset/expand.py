@@ -15,6 +15,7 @@ from typing import Any
 
 from cmp_plugin.appset import template
 from cmp_plugin.appset.base import Context, Dropped, Origin
+from cmp_plugin.appset.gotemplate import GoTemplates
 from cmp_plugin.appset.transform import transform
 from driftguard.errors import DriftguardError
 from driftguard.manifests import safe_load
@@ -69,7 +70,14 @@ def expand(obj: dict[str, Any], ctx: Context, *, source: str = "") -> Expansion:
     if not isinstance(spec, dict):
         raise ctx.fail("spec is missing")
     if spec.get("goTemplate"):
-        raise ctx.fail(template.GO_TEMPLATE_UNSUPPORTED)
+        options = spec.get("goTemplateOptions") or []
+        if not isinstance(options, list):
+            raise ctx.fail("goTemplateOptions must be a list")
+        if not ctx.helm:
+            raise ctx.fail("goTemplate: true needs helm (DRIFTGUARD_HELM) to evaluate Go templates")
+        ctx.go = GoTemplates(
+            helm=ctx.helm, timeout=ctx.timeout, options=tuple(str(o) for o in options), appset=ctx.appset
+        )
     generators = spec.get("generators")
     if not isinstance(generators, list) or not generators:
         raise ctx.fail("spec.generators must be a non-empty list")
@@ -88,13 +96,19 @@ def expand(obj: dict[str, Any], ctx: Context, *, source: str = "") -> Expansion:
         sets = transform(entry, ctx)
         merged = _merge_template(entry.get("template"), tmpl)
         kind = next(k for k in entry if k not in ("selector", "template", "values"))
-        for g in sets:
-            try:
-                app = _render_app(merged, g.params, out.preserve)
-                if patch:
-                    app = _apply_patch(app, template.replace(str(patch), g.params), ctx)
-            except ValueError as exc:
-                raise ctx.fail(f"spec.generators[{i}] ({kind}): {exc}") from exc
+        try:
+            apps = [
+                _finish(tree, g.params, out.preserve)
+                for tree, g in zip(
+                    template.render_each(_tree(merged), [g.params for g in sets], ctx), sets, strict=True
+                )
+            ]
+            if patch:
+                patches = template.render_each(str(patch), [g.params for g in sets], ctx)
+                apps = [_apply_patch(app, str(text), ctx) for app, text in zip(apps, patches, strict=True)]
+        except ValueError as exc:
+            raise ctx.fail(f"spec.generators[{i}] ({kind}): {exc}") from exc
+        for app, g in zip(apps, sets, strict=True):
             app["metadata"]["namespace"] = meta.get("namespace") or "argocd"
             name = str(app["metadata"].get("name") or "")
             if not name or "{{" in name:
@@ -128,19 +142,27 @@ def _fill(dest: Any, src: Any) -> Any:
     return dest
 
 
-def _render_app(tmpl: dict[str, Any], params: dict[str, Any], preserve: bool) -> dict[str, Any]:
+def _tree(tmpl: dict[str, Any]) -> dict[str, Any]:
+    """What the controller renders (template.go ``GetTempApplication``): metadata's name, labels,
+    annotations and finalizers, and the spec."""
     meta = tmpl.get("metadata") or {}
-    app: dict[str, Any] = {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": template.render(
-            {k: meta[k] for k in ("name", "labels", "annotations", "finalizers") if k in meta}, params
-        ),
-        "spec": template.render(tmpl["spec"], params),
+    return {
+        "metadata": {k: meta[k] for k in ("name", "labels", "annotations", "finalizers") if k in meta},
+        "spec": tmpl["spec"],
     }
+
+
+def _finish(tree: dict[str, Any], params: dict[str, Any], preserve: bool) -> dict[str, Any]:
+    app: dict[str, Any] = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **tree}
+    app["metadata"] = dict(app["metadata"])
     if params and not preserve and not app["metadata"].get("finalizers"):
         app["metadata"]["finalizers"] = [RESOURCES_FINALIZER]
     return app
+
+
+def _render_app(tmpl: dict[str, Any], params: dict[str, Any], preserve: bool) -> dict[str, Any]:
+    """One Application in fasttemplate mode (the finalizer rule's Argo cases call this)."""
+    return _finish(template.render(_tree(tmpl), params), params, preserve)
 
 
 def _apply_patch(app: dict[str, Any], text: str, ctx: Context) -> dict[str, Any]:

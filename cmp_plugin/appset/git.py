@@ -19,7 +19,6 @@ from typing import Any
 from cmp_plugin.appset.base import Context, Dropped, Generated, Origin, Params
 from cmp_plugin.appset.gofmt import flatten, format_v, path_match
 from cmp_plugin.appset.template import sanitize_name
-from cmp_plugin.appset.values import add_values
 from driftguard.errors import DriftguardError
 from driftguard.manifests import safe_load
 
@@ -56,10 +55,8 @@ class GitGenerator:
         if spec.get("directories"):
             if spec.get("files"):
                 raise ctx.fail("a git generator takes directories or files, not both")
-            return [
-                Generated(add_values(_dir_params(p, prefix), spec.get("values"), ctx), (o,))
-                for p, o in self._dirs(spec, ctx)
-            ]
+            shape = _go_dir_params if ctx.go_template else _dir_params
+            return [Generated(shape(p, prefix), (o,)) for p, o in self._dirs(spec, ctx)]
         if spec.get("files"):
             return self._files(spec, ctx, prefix)
         raise ctx.fail("a git generator needs directories or files")
@@ -85,14 +82,14 @@ class GitGenerator:
         out = []
         for rel in sorted(chosen):
             try:
-                sets = file_param_sets(rel, (ctx.tree / rel).read_text(), prefix)
+                sets = file_param_sets(rel, (ctx.tree / rel).read_text(), prefix, go=ctx.go_template)
             except (OSError, UnicodeDecodeError, DriftguardError, ValueError) as exc:
                 raise ctx.fail(f"unable to process file '{rel}': {str(exc).splitlines()[0]}") from exc
             for i, params in enumerate(sets):
                 key = f"file:{rel}" + (f"#{i}" if len(sets) > 1 else "")
                 what = f"git file {rel}" + (f" (item {i})" if len(sets) > 1 else "")
                 origin = Origin("git", key, what, rel)
-                out.append(Generated(add_values(params, spec.get("values"), ctx), (origin,)))
+                out.append(Generated(params, (origin,)))
         return out
 
 
@@ -112,16 +109,21 @@ def filter_directories(items: Any, paths: list[str]) -> tuple[list[str], list[tu
     return chosen, excluded
 
 
-def file_param_sets(rel: str, text: str, prefix: str) -> list[Params]:
-    """git.go ``generateParamsFromGitFile`` (fasttemplate): a map or a list of maps, flattened, plus path.*."""
+def file_param_sets(rel: str, text: str, prefix: str, *, go: bool = False) -> list[Params]:
+    """git.go ``generateParamsFromGitFile``: a map or a list of maps, plus the path parameters;
+    fasttemplate flattens the keys (``a.b``) and formats values as strings, Go templates keep them."""
     data = safe_load(text)
     objects = data if isinstance(data, list) else [data if data is not None else {}]
     out = []
     for obj in objects:
         if not isinstance(obj, dict):
             raise ValueError("not a map or a list of maps")
-        params: Params = {k: format_v(v) for k, v in flatten(obj).items()}
-        params.update(_file_params(rel, prefix))
+        if go:
+            params: Params = dict(obj)
+            params.update(_go_path(_go_file_path(rel), prefix))
+        else:
+            params = {k: format_v(v) for k, v in flatten(obj).items()}
+            params.update(_file_params(rel, prefix))
         out.append(params)
     return out
 
@@ -139,6 +141,36 @@ def _dir_params(rel: str, prefix: str) -> Params:
     }
     params.update({f"{name}[{i}]": seg for i, seg in enumerate(rel.split("/")) if seg})
     return params
+
+
+def _go_dir_params(rel: str, prefix: str) -> Params:
+    base = posixpath.basename(rel)
+    return _go_path(
+        {
+            "path": rel,
+            "basename": base,
+            "basenameNormalized": sanitize_name(base),
+            "segments": rel.split("/"),
+        },
+        prefix,
+    )
+
+
+def _go_file_path(rel: str) -> Params:
+    directory = posixpath.dirname(rel) or "."
+    base, name = posixpath.basename(directory), posixpath.basename(rel)
+    return {
+        "path": directory,
+        "basename": base,
+        "filename": name,
+        "basenameNormalized": sanitize_name(base),
+        "filenameNormalized": sanitize_name(name),
+        "segments": directory.split("/"),
+    }
+
+
+def _go_path(path: Params, prefix: str) -> Params:
+    return {prefix: {"path": path}} if prefix else {"path": path}
 
 
 def _file_params(rel: str, prefix: str) -> Params:

@@ -26,6 +26,9 @@ class ListGenerator:
         for element in elements:
             if not isinstance(element, dict):
                 raise ctx.fail("every list element must be a map")
+            if ctx.go_template:
+                out.append(Generated(dict(element), (_origin(element),)))
+                continue
             params: dict[str, Any] = {}
             for key, value in element.items():
                 if key == "values" and isinstance(value, dict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmp_plugin.appset.base import Context, Generated
+from cmp_plugin.appset.matrix import deep_merge
 
 __all__ = ["MergeGenerator"]
 
@@ -41,7 +42,10 @@ class MergeGenerator:
                 seen.add(k)
                 if k in index:
                     old = index[k]
-                    index[k] = Generated({**old.params, **g.params}, old.origins + g.origins)
+                    merged = (
+                        deep_merge(old.params, g.params) if ctx.go_template else {**old.params, **g.params}
+                    )
+                    index[k] = Generated(merged, old.origins + g.origins)
         return [index[_key(g, keys)] for g in base]
 
 

@@ -3,7 +3,7 @@
 Argo CD (applicationset/utils/utils.go, ``Render.Replace`` and ``deeplyReplace``) walks the
 template and replaces ``{{ name }}`` in every string *and map key*; a tag that names no string
 parameter is left as written. Go templates (``goTemplate: true``) are refused with a clear error
-(see ``GO_TEMPLATE_UNSUPPORTED``): they need Go's text/template with Argo's sprig set.
+go to gotemplate.py (the real helm evaluates them); ``render_each`` picks the engine.
 """
 
 from __future__ import annotations
@@ -11,15 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cmp_plugin.appset.base import Params
+from cmp_plugin.appset.base import Context, Params
 
-__all__ = ["GO_TEMPLATE_UNSUPPORTED", "render", "replace", "sanitize_name"]
-
-GO_TEMPLATE_UNSUPPORTED = (
-    "goTemplate: true is not supported by driftguard yet (Go text/template with sprig); "
-    "use the default fasttemplate syntax ({{path}}, {{path.basename}}, {{name}} ...) or check this "
-    "ApplicationSet with the ApplicationSet controller's dry run"
-)
+__all__ = ["render", "render_each", "replace", "sanitize_name"]
 
 _TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _TEMPLATED = re.compile(r"\{\{.*\}\}")
@@ -56,6 +50,44 @@ def render(obj: Any, params: Params) -> Any:
         return [render(v, params) for v in obj]
     if isinstance(obj, dict):
         return {replace(k, params) if isinstance(k, str) else k: render(v, params) for k, v in obj.items()}
+    return obj
+
+
+def render_each(obj: Any, param_sets: list[Params], ctx: Context) -> list[Any]:
+    """``obj`` rendered once per parameter set, by the ApplicationSet's template engine."""
+    if ctx.go is None:
+        return [render(obj, p) for p in param_sets]
+    texts: list[str] = []
+    _collect(obj, texts)
+    unique = list(dict.fromkeys(texts))
+    live = [p for p in param_sets if p]  # no parameters: the template as written (RenderTemplateParams)
+    rendered = iter(ctx.go.render_many([(t, p) for p in live for t in unique]))
+    out = []
+    for p in param_sets:
+        out.append(_rebuild(obj, {t: next(rendered) for t in unique}) if p else obj)
+    return out
+
+
+def _collect(obj: Any, into: list[str]) -> None:
+    if isinstance(obj, str):
+        if "{{" in obj:
+            into.append(obj)
+    elif isinstance(obj, list):
+        for v in obj:
+            _collect(v, into)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _collect(k, into)
+            _collect(v, into)
+
+
+def _rebuild(obj: Any, table: dict[str, str]) -> Any:
+    if isinstance(obj, str):
+        return table.get(obj, obj)
+    if isinstance(obj, list):
+        return [_rebuild(v, table) for v in obj]
+    if isinstance(obj, dict):
+        return {_rebuild(k, table): _rebuild(v, table) for k, v in obj.items()}
     return obj
 
 

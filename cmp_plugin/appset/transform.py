@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmp_plugin.appset.base import Context, Dropped, Generated
-from cmp_plugin.appset.values import describe_selector, selector_matches
+from cmp_plugin.appset.values import apply_values, describe_selector, selector_matches
 
 __all__ = ["UNSUPPORTED", "generator_key", "transform"]
 
@@ -45,6 +45,8 @@ def transform(entry: Any, ctx: Context, *, nested: bool = False) -> list[Generat
     if not isinstance(spec, dict):
         raise ctx.fail(f"generator {key} must be a map")
     generated = GENERATORS[key].generate(spec, ctx)
+    if key not in ("list", "matrix", "merge"):  # the generators with a `values` field (utils.go)
+        generated = apply_values(generated, spec.get("values"), ctx)
     selector = entry.get("selector")
     if not selector:
         return generated

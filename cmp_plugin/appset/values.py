@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from cmp_plugin.appset import template
-from cmp_plugin.appset.base import Context, Params
+from cmp_plugin.appset.base import Context, Generated, Params
 from cmp_plugin.appset.gofmt import flatten, format_v
 
-__all__ = ["add_values", "selector_matches"]
+__all__ = ["add_values", "apply_values", "selector_matches"]
 
 
 def add_values(params: Params, values: Any, ctx: Context) -> Params:
@@ -25,6 +25,23 @@ def add_values(params: Params, values: Any, ctx: Context) -> Params:
     out = dict(params)
     for key, value in values.items():
         out[f"values.{key}"] = template.replace(str(value), params)
+    return out
+
+
+def apply_values(sets: list[Generated], values: Any, ctx: Context) -> list[Generated]:
+    """``values`` on every parameter set; in Go template mode as one ``values`` map, rendered by helm."""
+    if values in (None, {}):
+        return sets
+    if not isinstance(values, dict):
+        raise ctx.fail("generator `values` must be a map of strings")
+    if ctx.go is None:
+        return [Generated(add_values(g.params, values, ctx), g.origins) for g in sets]
+    keys = list(values)
+    rendered = ctx.go.render_many([(str(values[k]), g.params) for g in sets for k in keys])
+    out = []
+    for i, g in enumerate(sets):
+        row = dict(zip(keys, rendered[i * len(keys) : (i + 1) * len(keys)], strict=True))
+        out.append(Generated({**g.params, "values": row}, g.origins))
     return out
 
 

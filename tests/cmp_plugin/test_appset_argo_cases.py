@@ -6,21 +6,23 @@ which were not, and why). The harness calls the same functions the diff uses.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cmp_plugin.appset import Context
-from cmp_plugin.appset.base import Cluster
-from cmp_plugin.appset.clusters import ClustersGenerator
+from cmp_plugin.appset.base import Cluster, Generated
 from cmp_plugin.appset.expand import _render_app
 from cmp_plugin.appset.git import dir_params, file_param_sets, filter_directories, normalize_url
+from cmp_plugin.appset.gotemplate import GoTemplates
 from cmp_plugin.appset.listgen import ListGenerator
-from cmp_plugin.appset.template import render
+from cmp_plugin.appset.template import render, render_each
 from cmp_plugin.appset.transform import transform
-from cmp_plugin.appset.values import add_values
+from cmp_plugin.appset.values import add_values, apply_values
 
 REPO_URL = "https://git.example.com/platform/gitops.git"
 DATA = Path(__file__).resolve().parents[1] / "data" / "appset" / "argo_cases.json"
@@ -36,10 +38,25 @@ def ctx(tmp: Path | None = None, clusters: list[dict[str, Any]] | None = None) -
     )
 
 
+def replace_go(c: Context, engine: GoTemplates) -> Context:
+    return dataclasses.replace(c, go=engine)
+
+
 def run(case: dict[str, Any], tmp: Path) -> Any:
     kind = case["kind"]
     if kind == "template":
         return render(case["template"], case["params"])
+    if kind == "gotemplate":
+        engine = GoTemplates(
+            helm=os.environ["DRIFTGUARD_HELM"], timeout=60, options=tuple(case["options"]), appset="set"
+        )
+        return render_each(case["template"], [case["params"]], replace_go(ctx(), engine))[0]
+    if kind == "git_file_go":
+        engine = GoTemplates(helm=os.environ["DRIFTGUARD_HELM"], timeout=60, options=(), appset="set")
+        sets = [
+            Generated(p, ()) for p in file_param_sets(case["path"], case["content"], case["prefix"], go=True)
+        ]
+        return [g.params for g in apply_values(sets, case["values"], replace_go(ctx(), engine))]
     if kind == "finalizers":
         tmpl = {"metadata": {"name": "app"}, "spec": {"project": ""}}
         if case["finalizers"] is not None:
@@ -54,8 +71,7 @@ def run(case: dict[str, Any], tmp: Path) -> Any:
     if kind == "list":
         return [g.params for g in ListGenerator().generate({"elements": case["elements"]}, ctx())]
     if kind == "clusters":
-        gen = ClustersGenerator().generate(case["generator"], ctx(clusters=case["clusters"]))
-        return [g.params for g in gen]
+        return [g.params for g in transform({"clusters": case["generator"]}, ctx(clusters=case["clusters"]))]
     if kind == "generators":
         for d in case.get("tree", []):
             (tmp / d).mkdir(parents=True)

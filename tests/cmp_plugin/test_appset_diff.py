@@ -208,21 +208,63 @@ def test_what_cannot_be_expanded_is_an_error_naming_the_feature(
     assert f"ApplicationSet other: {message}" in proc.stderr
 
 
-def test_go_templates_are_refused_with_a_clear_error(tmp_path: Path) -> None:
-    repo = teams_repo(tmp_path)
+def test_go_templates_are_evaluated_by_helm(tmp_path: Path) -> None:
+    repo = teams_repo(tmp_path, teams=("alpha", "beta_x"))
+    go = appset(
+        "go",
+        [{"git": git_dirs("teams/*")["git"] | {"values": {"owner": "{{ .path.basename | upper }}"}}}],
+        app_name="{{ .path.basenameNormalized }}-{{ index .path.segments 0 }}",
+        path="{{ .path.path }}",
+        goTemplate=True,
+        goTemplateOptions=["missingkey=error"],
+        templatePatch="metadata:\n  labels:\n    owner: {{ .values.owner | lower | quote }}\n",
+    )
+    repo.write("apps/teams.yaml", go)
+    base = repo.commit("base")
+    repo.remove("teams/beta_x")
+    head = repo.commit("remove beta_x")
+    proc = repo.diff(base, head, "apps/", "--format", "json", "--fail-on-removal", "beta-x-teams")
+    assert proc.returncode == 1, proc.stderr
+    e = envs(proc)
+    assert sorted(e) == ["alpha-teams", "beta-x-teams"]
+    assert e["alpha-teams"]["path"] == "teams/alpha"
+    assert e["beta-x-teams"]["deletion"].endswith("git directory teams/beta_x: the directory was removed")
+    assert [r["resource"] for r in e["beta-x-teams"]["removed"]] == [
+        "ConfigMap beta_x/beta_x-a",
+        "ConfigMap beta_x/beta_x-b",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("{{ .nope }}", 'failed to execute go template {{ .nope }}: map has no entry for key "nope"'),
+        (
+            "{{ normalize .path.basename }}",
+            "goTemplate: the function `normalize` is not supported by driftguard",
+        ),
+        ("{{ .path.basename | nosuchfn }}", 'goTemplate: parse error at function "nosuchfn" not defined'),
+        ('{{ include "x" . }}', "goTemplate: `include` is a helm function, not one Argo CD provides"),
+    ],
+)
+def test_go_template_errors_name_the_problem(tmp_path: Path, name: str, message: str) -> None:
+    repo = teams_repo(tmp_path, teams=("alpha",))
     base = repo.commit("base")
     repo.write(
         "apps/go.yaml",
         appset(
-            "go", [git_dirs("teams/*")], app_name="{{.path.basename}}", path="{{.path.path}}", goTemplate=True
+            "go",
+            [git_dirs("teams/*")],
+            app_name=name,
+            path="{{ .path.path }}",
+            goTemplate=True,
+            goTemplateOptions=["missingkey=error"],
         ),
     )
     head = repo.commit("go")
     proc = repo.diff(base, head, "apps/")
-    assert (
-        proc.returncode == 2
-        and "ApplicationSet go: goTemplate: true is not supported by driftguard" in proc.stderr
-    )
+    assert proc.returncode == 2
+    assert f"ApplicationSet go: {message}" in proc.stderr
 
 
 def test_list_clusters_matrix_and_a_selector(tmp_path: Path) -> None:
