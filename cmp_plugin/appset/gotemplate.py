@@ -58,7 +58,11 @@ class GoTemplates:
         return AppSetError(f"ApplicationSet {self.appset}: {message}")
 
     def check(self, text: str) -> None:
-        """Refuse what helm would evaluate differently from Argo CD."""
+        """Refuse what helm would evaluate differently from Argo CD, or what could leave our define."""
+        actions = [_STRING.sub('""', a).strip() for a in _ACTION.findall(text)]
+        opens = sum(1 for a in actions if a.split()[:1] in (["if"], ["range"], ["with"]))
+        if opens != sum(1 for a in actions if a == "end"):
+            raise self._fail(f"goTemplate: unbalanced if/range/with and end in {text!r}")
         for action in _ACTION.findall(text):
             bare = _STRING.sub('""', action)
             words = set(_WORD.findall(bare))

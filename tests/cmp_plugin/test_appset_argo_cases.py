@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cmp_plugin.appset import Context
+from cmp_plugin.appset import AppSetError, Context
 from cmp_plugin.appset.base import Cluster, Generated
 from cmp_plugin.appset.expand import _render_app
 from cmp_plugin.appset.git import dir_params, file_param_sets, filter_directories, normalize_url
@@ -99,3 +99,18 @@ def test_every_case_names_its_upstream_test() -> None:
     assert len(CASES) >= 30
     for case in CASES:
         assert case["source"].startswith("applicationset/") and case["go_test"].startswith("Test")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{{ end }}{{ .Files.Get "values.json" }}',
+        "{{ if .a }}x",
+        '{{ define "t0" }}x{{ end }}',
+        '{{ template "t0" . }}',
+    ],
+)
+def test_a_go_template_cannot_leave_its_define(text: str) -> None:
+    engine = GoTemplates(helm=os.environ["DRIFTGUARD_HELM"], timeout=60, options=(), appset="set")
+    with pytest.raises(AppSetError, match=r"goTemplate: (unbalanced|the `(define|template)` action)"):
+        engine.render_many([(text, {"a": "b"})])
