@@ -129,7 +129,13 @@ def file_param_sets(rel: str, text: str, prefix: str, *, go: bool = False) -> li
 
 
 def dir_params(rel: str, prefix: str) -> Params:
+    """git.go ``generateParamsFromApps``, fasttemplate: ``path``, ``path.basename``, ``path[N]`` ..."""
     return _dir_params(rel, prefix)
+
+
+def go_dir_params(rel: str, prefix: str) -> Params:
+    """The same in Go template mode: ``.path.path``, ``.path.basename``, ``.path.segments`` ..."""
+    return _go_dir_params(rel, prefix)
 
 
 def _dir_params(rel: str, prefix: str) -> Params:

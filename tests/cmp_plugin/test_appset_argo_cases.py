@@ -17,7 +17,13 @@ import pytest
 from cmp_plugin.appset import AppSetError, Context
 from cmp_plugin.appset.base import Cluster, Generated
 from cmp_plugin.appset.expand import _render_app
-from cmp_plugin.appset.git import dir_params, file_param_sets, filter_directories, normalize_url
+from cmp_plugin.appset.git import (
+    dir_params,
+    go_dir_params,
+    file_param_sets,
+    filter_directories,
+    normalize_url,
+)
 from cmp_plugin.appset.gotemplate import GoTemplates
 from cmp_plugin.appset.listgen import ListGenerator
 from cmp_plugin.appset.template import render, render_each
@@ -68,6 +74,9 @@ def run(case: dict[str, Any], tmp: Path) -> Any:
     if kind == "git_directories":
         chosen, _ = filter_directories(case["directories"], case["repoApps"])
         return [add_values(dir_params(p, case["prefix"]), case["values"], ctx()) for p in chosen]
+    if kind == "git_directories_go":
+        chosen, _ = filter_directories(case["directories"], case["repoApps"])
+        return [go_dir_params(p, case["prefix"]) for p in chosen]
     if kind == "list":
         return [g.params for g in ListGenerator().generate({"elements": case["elements"]}, ctx())]
     if kind == "clusters":
