@@ -19,9 +19,9 @@ from cmp_plugin.appset.base import Cluster, Generated
 from cmp_plugin.appset.expand import _render_app
 from cmp_plugin.appset.git import (
     dir_params,
-    go_dir_params,
     file_param_sets,
     filter_directories,
+    go_dir_params,
     normalize_url,
 )
 from cmp_plugin.appset.gotemplate import GoTemplates
