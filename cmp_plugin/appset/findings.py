@@ -102,15 +102,19 @@ def stray_findings(
     for app in head.apps:
         if app.name in before:
             continue
-        for origin in app.origins:
-            hit = _stray_segment(origin.path, patterns) if origin.path else ""
+        source = (app.app.get("spec") or {}).get("source") or {}
+        paths = [o.path for o in app.origins if o.path]
+        if isinstance(source, dict) and isinstance(source.get("path"), str):
+            paths.append(source["path"].strip("/"))  # a files or list generator can point there too
+        for path in paths:
+            hit = _stray_segment(path, patterns)
             if hit:
                 out.append(
                     Finding(
                         "stray",
                         name,
                         f"ApplicationSet {name} {app.generator} would create Application {app.name} from "
-                        f"{origin.path}, which looks like committed render output ({hit})",
+                        f"{path}, which looks like committed render output ({hit})",
                     )
                 )
                 break

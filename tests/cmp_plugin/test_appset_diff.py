@@ -393,3 +393,27 @@ def test_a_renamed_application_is_a_deletion_and_a_creation(tmp_path: Path) -> N
         "refused by appset-shrink: ApplicationSet teams would stop generating 5 of its 5 Applications"
         in proc.stderr
     )
+
+
+def test_a_list_generator_pointing_at_stray_output_and_a_name_clash(tmp_path: Path) -> None:
+    repo = teams_repo(tmp_path, teams=("alpha",))
+    base = repo.commit("base")
+    repo.write("teams/alpha/kustomize-build/out.yaml", configmaps("stale", namespace="alpha"))
+    listed = {"list": {"elements": [{"dir": "teams/alpha/kustomize-build"}]}}
+    repo.write("apps/stale.yaml", appset("stale", [listed], app_name="stale-alpha", path="{{dir}}"))
+    head = repo.commit("a list element names render output")
+    proc = repo.diff(base, head, "apps/stale.yaml")
+    assert proc.returncode == 1
+    assert (
+        "refused by appset-stray: ApplicationSet stale spec.generators[0] (list) would create Application "
+        "stale-alpha from teams/alpha/kustomize-build, which looks like committed render output"
+    ) in proc.stderr
+    clash = {"list": {"elements": [{"n": "alpha"}]}}
+    repo.write("apps/clash.yaml", appset("clash", [clash], app_name="team-{{n}}", path="teams/alpha"))
+    again = repo.commit("a second ApplicationSet makes team-alpha too")
+    proc = repo.diff(base, again, "apps/")
+    assert proc.returncode == 2
+    assert any(
+        f"ApplicationSet {a} generates Application team-alpha, which {b} also defines" in proc.stderr
+        for a, b in (("teams", "clash"), ("clash", "teams"))
+    )
