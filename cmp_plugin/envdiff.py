@@ -165,7 +165,7 @@ def diff_revisions(
         inv = {label: _inventory(rel_targets, tree, urls, options, settings) for label, tree in trees.items()}
         if time.monotonic() > deadline:
             raise InputError(
-                f"the diff ran past --timeout {options.timeout:g}s while expanding ApplicationSets"
+                f"the diff ran past --timeout {options.timeout:g}s while reading the Applications and ApplicationSets"
             )
         names = sorted(inv["base"].envs.keys() | inv["head"].envs.keys())
         if not names and not any(i.errors for i in inv.values()):
