@@ -111,7 +111,8 @@ def test_the_number_of_applications_and_the_time_are_bounded(tmp_path: Path) -> 
     late = repo.diff(base, base, "apps/", "--timeout", "0.000001")
     assert (
         late.returncode == 2
-        and "the diff ran past --timeout 1e-06s while reading the Applications and ApplicationSets" in late.stderr
+        and "the diff ran past --timeout 1e-06s while reading the Applications and ApplicationSets"
+        in late.stderr
     )
     assert repo.diff(base, base, "apps/", "--max-apps", "0").returncode == 2  # argparse: positive only
     assert len(repo.worktrees()) == 1
