@@ -114,23 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     dif = sub.add_parser(
         "diff", help="render every environment at two git revisions and show what changes, removals first"
     )
-    dif.add_argument("--base", required=True, help="the base revision (e.g. origin/main)")
-    dif.add_argument("--head", required=True, help="the head revision (e.g. HEAD)")
-    dif.add_argument(
-        "targets",
-        nargs="+",
-        metavar="TARGET",
-        help="Application manifests, directories or globs of them, or app paths",
-    )
-    dif.add_argument(
-        "--fail-on-removal",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="exit 1 when a matching environment would lose resources",
-    )
-    dif.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    dif.set_defaults(func=cmd_diff)
+    from cmp_plugin.diffcmd import add_arguments
+
+    add_arguments(dif)
     py = sub.add_parser(
         "plugin-yaml", help="print the ConfigManagementPlugin config generated from the parameter table"
     )
@@ -222,26 +208,6 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.output:
         args.output.write_text(outcome.text)
         print(f"manifests written to {args.output}")
-    return 0
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    from cmp_plugin import envdiff
-
-    diffs, base, head = envdiff.diff_revisions(
-        args.targets, base=args.base, head=args.head, cwd=Path.cwd(), settings=CmpSettings.from_env()
-    )
-    sys.stdout.write(envdiff.render_report(diffs, base=base, head=head, fmt=args.format))
-    broken = [d.env.name for d in diffs if "head" in d.errors]
-    if broken:
-        sys.stderr.write(f"driftguard: error: {', '.join(broken)} cannot be rendered at the head revision\n")
-        return EXIT_ERROR
-    blocked = envdiff.failing(diffs, args.fail_on_removal)
-    if blocked:
-        sys.stderr.write(
-            f"driftguard: refused by diff: destructive changes in {', '.join(blocked)} (--fail-on-removal)\n"
-        )
-        return 1
     return 0
 
 

@@ -1,32 +1,75 @@
 """``driftguard-cmp diff``: every environment rendered at two revisions, destructive changes first.
 
-A target is an Argo CD Application manifest, a directory or glob of them, or a bare app path.
-Each Application is one environment: its source path and plugin parameters (one chart with
-per-environment values files becomes several environments). Both revisions are checked out as
-git worktrees in a temporary directory; the user's checkout is never touched.
+A target is an Argo CD Application or ApplicationSet manifest, a directory or glob of them, or a
+bare app path. Each Application is one environment, named by the Application: base's definition
+renders base, head's renders head (a PR that re-points ``source.path`` or changes its parameters
+is diffed as written at each side). ApplicationSets are expanded at each revision into the
+Applications the controller would make (cmp_plugin/appset); an Application that disappears is
+reported with why and what its deletion would prune. Both revisions are checked out as git
+worktrees in a temporary directory, removed on exit, SIGINT, SIGTERM and SIGHUP; the user's
+checkout is never touched.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cmp_plugin import pipeline
+from cmp_plugin.appset import Cluster, Context
+from cmp_plugin.appset.expand import Expansion, GeneratedApp, expand, is_appset
+from cmp_plugin.appset.findings import (
+    KEEPING_POLICIES,
+    Finding,
+    disappearance_reason,
+    effective_policy,
+    shrink_findings,
+    stray_findings,
+)
+from cmp_plugin.appset.git import normalize_url
 from cmp_plugin.argo_env import AppEnv, parse_parameters
-from cmp_plugin.guards.implicit_defaults import Finding, analyse
+from cmp_plugin.envcause import cause_of
+from cmp_plugin.guards.implicit_defaults import Finding as GateFinding
+from cmp_plugin.guards.implicit_defaults import analyse
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import DriftguardError, InputError
 from driftguard.manifests import ResourceKey, load_stream, resource_key
 
-__all__ = ["EnvDiff", "Environment", "diff_revisions", "render_report"]
+__all__ = ["Change", "DiffOptions", "EnvDiff", "Environment", "Report", "diff_revisions"]
+
+PRUNING_FINALIZERS = (
+    "resources-finalizer.argocd.argoproj.io",
+    "resources-finalizer.argocd.argoproj.io/background",
+    "resources-finalizer.argocd.argoproj.io/foreground",
+)
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """The diff's limits and ApplicationSet inputs (flags of ``driftguard-cmp diff``)."""
+
+    repo_urls: tuple[str, ...] = ()
+    clusters: tuple[Cluster, ...] | None = None
+    policy: str = ""
+    """The ApplicationSet controller's ``--policy``; empty: each ApplicationSet's own applicationsSync."""
+    max_appset_shrink: float = 0.2
+    allow_appset_shrink: tuple[str, ...] = ()
+    max_apps: int = 1000
+    timeout: float = 1800.0
+    stray_patterns: tuple[str, ...] = ()
+    """Beyond the sidecar's (DRIFTGUARD_CMP_STRAY_PATTERNS or the defaults)."""
 
 
 @dataclass(frozen=True)
@@ -35,9 +78,14 @@ class Environment:
 
     name: str
     path: str
-    """Source path, relative to the repository root."""
+    """Source path, relative to the repository root, as written."""
     namespace: str = ""
     parameters: tuple[tuple[str, Any], ...] = ()
+    finalizers: tuple[str, ...] = ()
+    appset: str = ""
+    """The ApplicationSet that generates it; empty when written by hand."""
+    origin: str = ""
+    """What the generator made it from (``git directory clusters/...``)."""
 
 
 @dataclass
@@ -48,35 +96,52 @@ class Change:
 
 @dataclass
 class EnvDiff:
-    env: Environment
+    base: Environment | None
+    head: Environment | None
     removed: list[Change] = field(default_factory=list)
     added: list[Change] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
+    kept: list[Change] = field(default_factory=list)
+    """Resources of a deleted Application that stay in the cluster (no pruning finalizer, policy)."""
+    definition: list[str] = field(default_factory=list)
+    """How the Application itself changed (source path, parameters, namespace)."""
+    deletion: str = ""
+    """Why the Application disappears at head, when it does."""
     errors: dict[str, str] = field(default_factory=dict)
     """revision label (base/head) -> why it could not be rendered."""
 
-    def to_json(self) -> dict[str, Any]:
-        def items(changes: list[Change]) -> list[dict[str, Any]]:
-            return [
-                {
-                    "resource": str(c.key),
-                    "group": c.key.group,
-                    "kind": c.key.kind,
-                    "namespace": c.key.namespace,
-                    "name": c.key.name,
-                    "cause": c.cause,
-                }
-                for c in changes
-            ]
+    @property
+    def env(self) -> Environment:
+        env = self.head or self.base
+        assert env is not None
+        return env
 
-        return {
-            "name": self.env.name,
-            "path": self.env.path,
-            "removed": items(self.removed),
-            "added": items(self.added),
-            "changed": items(self.changed),
-            "errors": self.errors,
-        }
+    @property
+    def name(self) -> str:
+        return self.env.name
+
+    @property
+    def broken(self) -> bool:
+        """Cannot be rendered at head, and this PR broke it (the same error at base was there before)."""
+        return "head" in self.errors and self.errors.get("base") != self.errors["head"]
+
+
+@dataclass
+class Report:
+    base_sha: str
+    head_sha: str
+    diffs: list[EnvDiff]
+    findings: list[Finding] = field(default_factory=list)
+    errors: dict[str, list[str]] = field(default_factory=dict)
+    """base/head -> ApplicationSets that could not be expanded, and why."""
+
+
+@dataclass
+class Inventory:
+    envs: dict[str, Environment] = field(default_factory=dict)
+    appsets: dict[str, Expansion] = field(default_factory=dict)
+    generated: dict[str, GeneratedApp] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -87,33 +152,112 @@ def git(repo: Path, *args: str) -> str:
 
 
 def diff_revisions(
-    targets: list[str], *, base: str, head: str, cwd: Path, settings: CmpSettings
-) -> tuple[list[EnvDiff], str, str]:
-    """Render every environment at ``base`` and ``head``; (diffs with removals first, base sha, head sha)."""
+    targets: list[str], *, base: str, head: str, cwd: Path, settings: CmpSettings, options: DiffOptions
+) -> Report:
+    """Render every environment at ``base`` and ``head``; removals and deletions first."""
+    deadline = time.monotonic() + options.timeout
     root = Path(git(cwd, "rev-parse", "--show-toplevel"))
     base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}")
     head_sha = git(root, "rev-parse", "--verify", f"{head}^{{commit}}")
     rel_targets = [_relative(t, cwd, root) for t in targets]
-    with tempfile.TemporaryDirectory(prefix="driftguard-diff-") as tmp:
-        trees = {}
+    urls = frozenset(normalize_url(u) for u in (*options.repo_urls, *_remotes(root)))
+    with _worktrees(root, {"base": base_sha, "head": head_sha}) as trees:
+        inv = {label: _inventory(rel_targets, tree, urls, options, settings) for label, tree in trees.items()}
+        if time.monotonic() > deadline:
+            raise InputError(
+                f"the diff ran past --timeout {options.timeout:g}s while reading the Applications and ApplicationSets"
+            )
+        names = sorted(inv["base"].envs.keys() | inv["head"].envs.keys())
+        if not names and not any(i.errors for i in inv.values()):
+            raise InputError(f"no Application manifests or app directories found in {', '.join(targets)}")
+        if len(names) > options.max_apps:
+            raise InputError(
+                f"{len(names)} Applications to render exceed --max-apps {options.max_apps}; "
+                "narrow the targets or raise the limit"
+            )
+        diffs = []
+        for i, name in enumerate(names):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise InputError(
+                    f"the diff ran past --timeout {options.timeout:g}s after {i} of {len(names)} Applications"
+                )
+            limited = settings._replace(timeout=min(settings.timeout, left))
+            d = _diff_env(inv["base"].envs.get(name), inv["head"].envs.get(name), trees, limited)
+            if d.base is not None and d.head is None:
+                _explain_deletion(d, inv, trees["head"], options)
+            diffs.append(d)
+        findings = _appset_findings(inv, settings, options)
+    diffs.sort(key=lambda d: (not d.broken, not d.deletion, not d.removed, d.name))
+    errors = {label: i.errors for label, i in inv.items() if i.errors}
+    return Report(base_sha, head_sha, diffs, findings, errors)
+
+
+@contextlib.contextmanager
+def _worktrees(root: Path, shas: dict[str, str]) -> Iterator[dict[str, Path]]:
+    """Detached worktrees of each revision, removed however the diff ends (signals included)."""
+    trees: dict[str, Path] = {}
+    with tempfile.TemporaryDirectory(prefix="driftguard-diff-") as tmp, _signals_exit():
         try:
-            for label, sha in (("base", base_sha), ("head", head_sha)):
+            for label, sha in shas.items():
                 trees[label] = Path(tmp) / label
                 git(root, "worktree", "add", "--detach", "--quiet", str(trees[label]), sha)
-            envs = _environments(rel_targets, trees["head"]) | _environments(rel_targets, trees["base"])
-            if not envs:
-                raise InputError(f"no Application manifests or app directories found in {', '.join(targets)}")
-            diffs = [_diff_env(env, trees, settings) for env in sorted(envs.values(), key=lambda e: e.name)]
+            yield trees
         finally:
-            for tree in trees.values():
+            with _signals_deferred():
+                for tree in trees.values():
+                    subprocess.run(
+                        ["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
+                        capture_output=True,
+                        check=False,
+                    )
+                    shutil.rmtree(tree, ignore_errors=True)
                 subprocess.run(
-                    ["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
-                    capture_output=True,
-                    check=False,
+                    ["git", "-C", str(root), "worktree", "prune"], capture_output=True, check=False
                 )
-                shutil.rmtree(tree, ignore_errors=True)
-    diffs.sort(key=lambda d: (not d.errors.get("head"), not d.removed, d.env.name))
-    return diffs, base_sha, head_sha
+
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_exit() -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP raise SystemExit(128+n) so every ``finally`` (worktree removal) runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    old = {s: signal.signal(s, leave) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """While cleaning up, a second signal must not cut the cleanup short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _remotes(root: Path) -> list[str]:
+    try:
+        out = git(root, "remote", "-v")
+    except InputError:
+        return []
+    return sorted({line.split()[1] for line in out.splitlines() if len(line.split()) >= 2})
 
 
 def _relative(target: str, cwd: Path, root: Path) -> str:
@@ -124,58 +268,111 @@ def _relative(target: str, cwd: Path, root: Path) -> str:
     return str(where.relative_to(root.resolve()))
 
 
-def _environments(targets: list[str], tree: Path) -> dict[str, Environment]:
-    envs: dict[str, Environment] = {}
+def _inventory(
+    targets: list[str], tree: Path, urls: frozenset[str], options: DiffOptions, settings: CmpSettings
+) -> Inventory:
+    inv = Inventory()
     for target in targets:
         matches = sorted(tree.glob(target)) if any(ch in target for ch in "*?[") else [tree / target]
         for path in matches:
             if path.is_file():
-                envs.update(_apps_in(path, tree))
+                _read_manifests(path, tree, inv, urls, options, settings)
             elif path.is_dir():
-                apps: dict[str, Environment] = {}
+                before = len(inv.envs) + len(inv.appsets)
                 for f in sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")):
-                    apps.update(_apps_in(f, tree))
-                if apps:
-                    envs.update(apps)
-                else:
+                    _read_manifests(f, tree, inv, urls, options, settings)
+                if len(inv.envs) + len(inv.appsets) == before:
                     rel = str(path.relative_to(tree))
-                    envs[rel] = Environment(rel, rel)
-    return envs
+                    inv.envs[rel] = Environment(rel, rel)
+    return inv
 
 
-def _apps_in(path: Path, tree: Path) -> dict[str, Environment]:
-    out = {}
+def _read_manifests(
+    path: Path, tree: Path, inv: Inventory, urls: frozenset[str], options: DiffOptions, settings: CmpSettings
+) -> None:
+    source = str(path.relative_to(tree))
     try:
-        docs = load_stream(path.read_bytes(), source=str(path.relative_to(tree)))
+        docs = load_stream(path.read_bytes(), source=source)
     except DriftguardError:
-        return {}
+        return
     for doc in docs:
-        app = doc.obj
-        if app.get("kind") != "Application" or not str(app.get("apiVersion", "")).startswith("argoproj.io/"):
-            continue
-        spec = app.get("spec") or {}
-        source = spec.get("source") or {}
-        if not isinstance(source, dict) or "path" not in source:
-            continue
-        plugin = source.get("plugin") or {}
-        params = []
-        for p in plugin.get("parameters") or [] if isinstance(plugin, dict) else []:
-            if isinstance(p, dict) and "name" in p:
-                value = p.get("array", p.get("map", p.get("string", "")))
-                params.append((str(p["name"]), value))
-        name = str((app.get("metadata") or {}).get("name", path.stem))
-        namespace = str((spec.get("destination") or {}).get("namespace") or "")
-        out[name] = Environment(name, str(source["path"]).strip("/") or ".", namespace, tuple(params))
-    return out
+        obj = doc.obj
+        if is_appset(obj):
+            name = str((obj.get("metadata") or {}).get("name") or source)
+            ctx = Context(
+                appset=name,
+                tree=tree,
+                repo_urls=urls,
+                clusters=list(options.clusters) if options.clusters is not None else None,
+                helm=_helm(settings),
+                timeout=settings.timeout,
+            )
+            try:
+                expansion = expand(obj, ctx, source=source)
+            except DriftguardError as exc:
+                inv.errors.append(f"{source}: {str(exc).splitlines()[0]}")
+                continue
+            inv.appsets[name] = expansion
+            for app in expansion.apps:
+                env = _environment_of(app.app, app.name, appset=name, origin=app.origins[-1].what)
+                if env is None:
+                    continue
+                if app.name in inv.envs:
+                    other = inv.envs[app.name].appset or "a hand-written manifest"
+                    inv.errors.append(
+                        f"{source}: ApplicationSet {name} generates Application {app.name}, which {other} also defines"
+                    )
+                    continue
+                inv.envs[app.name] = env
+                inv.generated[app.name] = app
+        elif obj.get("kind") == "Application" and str(obj.get("apiVersion", "")).startswith("argoproj.io/"):
+            env = _environment_of(obj, path.stem)
+            if env is not None and env.name in inv.envs and inv.envs[env.name].appset:
+                inv.errors.append(
+                    f"{source}: Application {env.name} is also generated by ApplicationSet {inv.envs[env.name].appset}"
+                )
+            elif env is not None:
+                inv.envs[env.name] = env
 
 
-def _render(
-    env: Environment, tree: Path, settings: CmpSettings
-) -> tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], list[Finding]]:
+def _helm(settings: CmpSettings) -> str:
+    try:
+        return settings.helm_path()
+    except DriftguardError:
+        return ""
+
+
+def _environment_of(
+    app: dict[str, Any], default: str, *, appset: str = "", origin: str = ""
+) -> Environment | None:
+    spec = app.get("spec") or {}
+    source = spec.get("source") or {}
+    if not isinstance(source, dict) or "path" not in source:
+        return None
+    plugin = source.get("plugin") or {}
+    params = []
+    for p in plugin.get("parameters") or [] if isinstance(plugin, dict) else []:
+        if isinstance(p, dict) and "name" in p:
+            value = p.get("array", p.get("map", p.get("string", "")))
+            params.append((str(p["name"]), value))
+    meta = app.get("metadata") or {}
+    return Environment(
+        name=str(meta.get("name") or default),
+        path=str(source["path"]).strip("/") or ".",
+        namespace=str((spec.get("destination") or {}).get("namespace") or ""),
+        parameters=tuple(params),
+        finalizers=tuple(str(f) for f in meta.get("finalizers") or []),
+        appset=appset,
+        origin=origin,
+    )
+
+
+Rendered = tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], list[GateFinding]]
+
+
+def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
     """Objects by key, their template source, and the implicit-defaults findings, at one revision."""
-    app_dir = tree / env.path
-    if not app_dir.is_dir():
-        return {}, {}, []
+    app_dir = _confined(env, tree)
     params, explicit = parse_parameters({}, dict(env.parameters))
     app_name = (
         env.name if env.name != env.path else Path(env.path).name
@@ -191,94 +388,116 @@ def _render(
         objects[key] = doc.obj
     for key, scanned in zip(outcome.keys, outcome.docs, strict=True):
         sources[key] = scanned.source
-    findings: list[Finding] = []
+    findings: list[GateFinding] = []
     if outcome.renderer == "helm":
         with tempfile.TemporaryDirectory() as scratch:
             findings = analyse(RenderJob(app_dir, tree, app_env, settings, Path(scratch)))
     return objects, sources, findings
 
 
-def _diff_env(env: Environment, trees: dict[str, Path], settings: CmpSettings) -> EnvDiff:
-    out = EnvDiff(env)
-    rendered = {}
-    for label, tree in trees.items():
+def _confined(env: Environment, tree: Path) -> Path:
+    """The app directory, refused when ``source.path`` (or a symlink on its way) leaves the repository."""
+    root = tree.resolve()
+    if Path(env.path).is_absolute() or not (tree / env.path).resolve().is_relative_to(root):
+        raise InputError(f"source.path {env.path!r} of {env.name} leads outside the repository")
+    app_dir = tree / env.path
+    if not app_dir.is_dir():
+        raise InputError(f"source.path {env.path!r} of {env.name} does not exist at this revision")
+    return app_dir
+
+
+def _diff_env(
+    base: Environment | None, head: Environment | None, trees: dict[str, Path], settings: CmpSettings
+) -> EnvDiff:
+    out = EnvDiff(base, head)
+    empty: Rendered = ({}, {}, [])
+    rendered: dict[str, Rendered] = {}
+    for label, env in (("base", base), ("head", head)):
+        if env is None:
+            rendered[label] = empty
+            continue
         try:
-            rendered[label] = _render(env, tree, settings)
+            rendered[label] = _render(env, trees[label], settings)
         except DriftguardError as exc:
-            detail = getattr(exc, "stderr", "") or ""
-            out.errors[label] = str(exc).splitlines()[0] + (
-                f": {detail.strip().splitlines()[-1]}" if detail.strip() else ""
-            )
-            rendered[label] = ({}, {}, [])
+            detail = (getattr(exc, "stderr", "") or "").strip()
+            out.errors[label] = str(exc).splitlines()[0] + (f": {detail.splitlines()[-1]}" if detail else "")
+            rendered[label] = empty
+    if base is not None and head is not None:
+        out.definition = _definition_changes(base, head)
     (b_obj, b_src, b_find), (h_obj, _, h_find) = rendered["base"], rendered["head"]
     if "head" in out.errors:
         return out
     for key in sorted(b_obj.keys() - h_obj.keys()):
-        out.removed.append(Change(key, _cause(key, b_src.get(key, ""), b_find, h_find)))
+        out.removed.append(Change(key, cause_of(key, b_src.get(key, ""), b_find, h_find) if head else ""))
     out.added = [Change(k) for k in sorted(h_obj.keys() - b_obj.keys())]
     out.changed = [Change(k) for k in sorted(b_obj.keys() & h_obj.keys()) if b_obj[k] != h_obj[k]]
+    if head is not None and out.definition:
+        for c in out.removed:
+            c.cause = c.cause or f"the Application's definition changed: {'; '.join(out.definition)}"
     return out
 
 
-def _cause(key: ResourceKey, source: str, before: list[Finding], after: list[Finding]) -> str:
-    """Why a resource disappeared, when a gating key explains it."""
-    was = {(f.gate.key, f.gate.file): f for f in before}
-    for f in after:
-        old = was.get((f.gate.key, f.gate.file))
-        if f.renders is not False or (old is not None and old.renders is False):
-            continue
-        kinds = {r.split(" ", 1)[0] for r in f.gate.resources}
-        in_file = bool(source) and (source.endswith("/" + f.gate.file) or source == f.gate.file)
-        if not in_file and key.kind not in kinds:
-            continue
-        where = f"{f.gate.file}:{f.gate.line}"
-        if not f.explicit and old is not None and old.default != f.default:
-            return f"the chart default of `{f.gate.key}` changed from {_v(old.default)} to {_v(f.default)} and this environment does not set it ({where})"
-        if f.explicit and old is not None and old.value != f.value:
-            return f"this environment's values changed `{f.gate.key}` from {_v(old.value)} to {_v(f.value)} ({where})"
-        origin = "chart default" if not f.explicit else "value"
-        return f"`{f.gate.key}` ({origin} {_v(f.value)}) now hides it ({where})"
-    return ""
+def _definition_changes(base: Environment, head: Environment) -> list[str]:
+    out = []
+    if base.path != head.path:
+        out.append(f"source.path {base.path} -> {head.path}")
+    if base.namespace != head.namespace:
+        out.append(f"destination.namespace {base.namespace or '(none)'} -> {head.namespace or '(none)'}")
+    b, h = dict(base.parameters), dict(head.parameters)
+    for name in sorted(b.keys() | h.keys()):
+        if b.get(name) != h.get(name):
+            out.append(f"parameter {name} {_j(b.get(name))} -> {_j(h.get(name))}")
+    return out
 
 
-def _v(value: Any) -> str:
+def _j(value: Any) -> str:
     return "unset" if value is None else json.dumps(value)
 
 
-def failing(diffs: list[EnvDiff], patterns: list[str]) -> list[str]:
-    """Environments matching a --fail-on-removal glob that would lose resources, or fail to render."""
-    out = []
-    for d in diffs:
-        if any(fnmatch.fnmatchcase(d.env.name, p) for p in patterns) and (d.removed or "head" in d.errors):
-            out.append(d.env.name)
-    return out
-
-
-def render_report(diffs: list[EnvDiff], *, base: str, head: str, fmt: str) -> str:
-    if fmt == "json":
-        return (
-            json.dumps({"base": base, "head": head, "environments": [d.to_json() for d in diffs]}, indent=2)
-            + "\n"
+def _explain_deletion(d: EnvDiff, inv: dict[str, Inventory], head_tree: Path, options: DiffOptions) -> None:
+    """Why an Application disappears at head, and whether its resources are pruned or stay."""
+    base = d.base
+    assert base is not None
+    keep = ""
+    if base.appset:
+        appset = inv["base"].appsets[base.appset]
+        reason = disappearance_reason(
+            inv["base"].generated[base.name], inv["head"].appsets.get(base.appset), head_tree
         )
-    lines: list[str] = []
-    md = fmt == "markdown"
-    if md:
-        lines += [f"## driftguard: rendered diff `{base[:12]}` -> `{head[:12]}`", ""]
-        lines += ["| environment | removed | added | changed |", "|---|---:|---:|---:|"]
-        for d in diffs:
-            flag = " **(render failed)**" if "head" in d.errors else ""
-            lines.append(f"| `{d.env.name}`{flag} | {len(d.removed)} | {len(d.added)} | {len(d.changed)} |")
-        lines.append("")
-    for d in diffs:
-        header = f"{d.env.name} ({d.env.path}): {len(d.removed)} removed, {len(d.added)} added, {len(d.changed)} changed"
-        lines.append(f"### {header}" if md else f"== {header}")
-        for label, err in d.errors.items():
-            lines.append(f"- render failed at {label}: {err}" if md else f"  ERROR at {label}: {err}")
-        for title, changes in (("REMOVED", d.removed), ("ADDED", d.added), ("CHANGED", d.changed)):
-            for c in changes:
-                cause = f" <- {c.cause}" if c.cause else ""
-                lines.append(
-                    f"- **{title.lower()}** `{c.key}`{cause}" if md else f"  {title:8} {c.key}{cause}"
-                )
-        lines.append("")
-    return "\n".join(lines)
+        d.deletion = f"ApplicationSet {base.appset} stops generating it: {reason}"
+        policy = effective_policy(appset, options.policy)
+        if policy in KEEPING_POLICIES:
+            keep = f"the ApplicationSet policy is {policy}: the controller never deletes Applications"
+    else:
+        d.deletion = "the Application manifest is gone at head"
+    if not keep and not any(f in PRUNING_FINALIZERS for f in base.finalizers):
+        keep = (
+            "the ApplicationSet sets syncPolicy.preserveResourcesOnDeletion: true"
+            if base.appset and inv["base"].appsets[base.appset].preserve
+            else "the Application has no resources-finalizer: deleting it leaves its resources in place"
+        )
+    if keep:
+        d.kept = [Change(c.key, keep) for c in d.removed]
+        d.removed = []
+    else:
+        for c in d.removed:
+            c.cause = f"pruned with the Application: {d.deletion}"
+
+
+def _appset_findings(inv: dict[str, Inventory], settings: CmpSettings, options: DiffOptions) -> list[Finding]:
+    out: list[Finding] = []
+    patterns = tuple(settings.stray_patterns) + options.stray_patterns
+    for name in sorted(inv["base"].appsets.keys() | inv["head"].appsets.keys()):
+        base, head = inv["base"].appsets.get(name), inv["head"].appsets.get(name)
+        head_failed = head is None and any(e for e in inv["head"].errors if f"ApplicationSet {name}:" in e)
+        if not head_failed:
+            out += shrink_findings(
+                name,
+                base,
+                head,
+                max_shrink=options.max_appset_shrink,
+                allowed=list(options.allow_appset_shrink),
+            )
+        if head is not None:
+            out += stray_findings(name, base, head, patterns)
+    return out

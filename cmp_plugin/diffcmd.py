@@ -1,0 +1,164 @@
+"""``driftguard-cmp diff``'s flags and exit codes (cli.py hands the subcommand over here).
+
+Exit 0: nothing blocks. 1: a blocking finding: an environment matching ``--fail-on-removal``
+loses resources (an Application deleted with pruning included), an ApplicationSet shrinks past
+``--max-appset-shrink`` without ``--allow-appset-shrink``, or a new Application comes from a
+stray-artifact path. 2: something cannot be rendered or expanded at head.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["add_arguments", "command"]
+
+POLICIES = ("create-only", "create-update", "create-delete", "sync")
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share like 20% or 0.2, got {text!r}") from None
+    share = value / 100 if text.strip().endswith("%") or value > 1 else value
+    if not 0 <= share <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between 0% and 100%")
+    return share
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return value
+
+    return parse
+
+
+def add_arguments(dif: argparse.ArgumentParser) -> None:
+    dif.add_argument("--base", required=True, help="the base revision (e.g. origin/main)")
+    dif.add_argument("--head", required=True, help="the head revision (e.g. HEAD)")
+    dif.add_argument(
+        "targets",
+        nargs="+",
+        metavar="TARGET",
+        help="Application or ApplicationSet manifests, directories or globs of them, or app paths",
+    )
+    dif.add_argument(
+        "--fail-on-removal",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="exit 1 when a matching environment (Application name) would lose resources",
+    )
+    dif.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    dif.add_argument(
+        "--repo-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a URL git generators may name for this repository (besides its remotes; repeatable)",
+    )
+    dif.add_argument(
+        "--clusters", type=Path, metavar="FILE", help="the clusters a clusters generator sees (YAML list)"
+    )
+    dif.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="",
+        help="the ApplicationSet controller's --policy (default: each ApplicationSet's applicationsSync)",
+    )
+    dif.add_argument(
+        "--max-appset-shrink",
+        type=_ratio,
+        default=0.2,
+        metavar="SHARE",
+        help="an ApplicationSet may stop generating at most this share of its Applications (default 20%%)",
+    )
+    dif.add_argument(
+        "--allow-appset-shrink",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="this ApplicationSet (name or glob) may shrink: the PR says it is intended (repeatable)",
+    )
+    dif.add_argument(
+        "--stray-pattern",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="another path pattern that marks committed render output (repeatable)",
+    )
+    dif.add_argument(
+        "--max-apps",
+        type=_positive(int),
+        default=1000,
+        help="refuse to render more Applications (default 1000)",
+    )
+    dif.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=1800.0,
+        metavar="SECONDS",
+        help="stop the whole diff after this long (default 1800)",
+    )
+    dif.set_defaults(func=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    from cmp_plugin import diffreport, envdiff
+    from cmp_plugin.appset.clusters import load_clusters
+    from cmp_plugin.settings import CmpSettings
+
+    clusters = tuple(load_clusters(args.clusters)) if args.clusters else None
+    options = envdiff.DiffOptions(
+        repo_urls=tuple(args.repo_url),
+        clusters=clusters,
+        policy=args.policy,
+        max_appset_shrink=args.max_appset_shrink,
+        allow_appset_shrink=tuple(args.allow_appset_shrink),
+        max_apps=args.max_apps,
+        timeout=args.timeout,
+        stray_patterns=tuple(args.stray_pattern),
+    )
+    report = envdiff.diff_revisions(
+        args.targets,
+        base=args.base,
+        head=args.head,
+        cwd=Path.cwd(),
+        settings=CmpSettings.from_env(),
+        options=options,
+    )
+    sys.stdout.write(diffreport.render_report(report, fmt=args.format))
+    broken = [d.name for d in report.diffs if d.broken]
+    if report.errors.get("head"):
+        sys.stderr.write(
+            f"driftguard: error: {len(report.errors['head'])} ApplicationSet(s) cannot be expanded at the head revision: "
+            f"{report.errors['head'][0]}\n"
+        )
+        return 2
+    if broken:
+        sys.stderr.write(f"driftguard: error: {', '.join(broken)} cannot be rendered at the head revision\n")
+        return 2
+    blocked = [
+        d.name
+        for d in report.diffs
+        if any(fnmatch.fnmatchcase(d.name, p) for p in args.fail_on_removal) and (d.removed or d.broken)
+    ]
+    findings = [f for f in report.findings if not f.allowed]
+    if blocked:
+        sys.stderr.write(
+            f"driftguard: refused by diff: destructive changes in {', '.join(blocked)} (--fail-on-removal)\n"
+        )
+    for f in findings:
+        fix = " (label the PR and pass --allow-appset-shrink NAME if intended)" if f.kind == "shrink" else ""
+        sys.stderr.write(f"driftguard: refused by appset-{f.kind}: {f.message}{fix}\n")
+    return 1 if blocked or findings else 0
