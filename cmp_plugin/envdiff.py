@@ -194,7 +194,7 @@ def _render(
     findings: list[Finding] = []
     if outcome.renderer == "helm":
         with tempfile.TemporaryDirectory() as scratch:
-            findings = analyse(RenderJob(app_dir, tree, app_env, settings, Path(scratch)))
+            findings = analyse(RenderJob(app_dir, tree, app_env, settings, Path(scratch)), outcome.docs)
     return objects, sources, findings
 
 
@@ -228,8 +228,9 @@ def _cause(key: ResourceKey, source: str, before: list[Finding], after: list[Fin
         if f.renders is not False or (old is not None and old.renders is False):
             continue
         kinds = {r.split(" ", 1)[0] for r in f.gate.resources}
-        in_file = bool(source) and (source.endswith("/" + f.gate.file) or source == f.gate.file)
-        if not in_file and key.kind not in kinds:
+        rel = source.split("/", 1)[1] if "/" in source else source
+        in_file = bool(source) and any(rel == s or rel.startswith(s + "/") for s in f.gate.sources)
+        if not in_file or not (key.kind in kinds or "?" in kinds):
             continue
         where = f"{f.gate.file}:{f.gate.line}"
         if not f.explicit and old is not None and old.default != f.default:
