@@ -20,6 +20,7 @@ whitespace folded to one space); :func:`expression_keys` reads it back to the ga
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -449,12 +450,16 @@ def expression_keys(
                 i = j
                 continue
         i += 1
-    out: list[str] = []
-    for k in keys:
-        full = k if k.startswith("global.") or k == "global" else scope + k
-        if k and full not in out:
-            out.append(full)
-    return [k for k in out if not any(o != k and o.startswith(k + ".") for o in out)]
+    out = dict.fromkeys(k if k.startswith("global.") or k == "global" else scope + k for k in keys if k)
+    # drop a key that is a dotted prefix of another one read here: the keys starting with "k." sit
+    # together in sorted order, one bisection finds them (no slicing of every prefix: long keys)
+    ordered = sorted(out)
+    kept = []
+    for k in out:
+        at = bisect_left(ordered, k + ".")
+        if not (at < len(ordered) and ordered[at].startswith(k + ".")):
+            kept.append(k)
+    return kept
 
 
 class ChartScan(NamedTuple):

@@ -238,11 +238,9 @@ def _disabled_by(gate: Gate, prep: Prepared) -> str | None:
     """The key that turns off the subchart a template gate sits in, or None."""
     if gate.keyword in ("condition", "tags") or not gate.file.startswith("charts/"):
         return None
-    best = None
-    for path, (on, why) in prep.subcharts.items():
-        if not on and gate.file.startswith(path + "/") and (best is None or len(path) > len(best[0])):
-            best = (path, why or "its parent")
-    return best[1] if best else None
+    chart = gate.file.split("/templates/", 1)[0]
+    on, why = prep.subcharts.get(chart, (True, ""))
+    return None if on else (why or "its parent")
 
 
 def analyse(job: RenderJob, docs: Iterable[Doc] | None = None) -> list[Finding]:
