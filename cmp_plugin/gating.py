@@ -19,11 +19,14 @@ whitespace folded to one space); :func:`expression_keys` reads it back to the ga
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cmp_plugin import helmignore
 
@@ -487,16 +490,22 @@ class Subchart(NamedTuple):
     """How helm names its templates in ``# Source:`` (the alias replaces the directory's name)."""
 
 
-def scan_chart(chart_dir: Path, *, subcharts: Iterable[Subchart] = ()) -> ChartScan:
-    """The gates of a chart's templates and of each given subchart's, honouring the top .helmignore."""
+def scan_chart(
+    chart_dir: Path, *, subcharts: Iterable[Subchart] = (), cache_dir: Path | None = None
+) -> ChartScan:
+    """The gates of a chart's templates and of each given subchart's, honouring the top .helmignore.
+
+    With ``cache_dir``, the result is kept under a digest of every template read (and of this
+    scanner's version): Argo CD renders the same revision on every refresh, and for each
+    Application that uses the chart, so only the first render of a revision pays for the scan.
+    """
     rules = helmignore.load(chart_dir)
-    gates: list[Gate] = []
-    content_only = templates = ignored = work = 0
-    incomplete: list[str] = []
+    charts: list[tuple[Subchart, dict[str, str]]] = []
+    ignored = 0
+    digest = hashlib.sha256(_CACHE_VERSION.encode())
     for sub in [Subchart("", "", "", (), 0, ""), *subcharts]:
-        base, scope = (sub.path + "/" if sub.path else ""), sub.scope
         files: dict[str, str] = {}
-        tdir = chart_dir / base / "templates"
+        tdir = chart_dir / sub.path / "templates" if sub.path else chart_dir / "templates"
         if tdir.is_dir():
             for path in sorted(p for p in tdir.rglob("*") if p.is_file()):
                 rel = path.relative_to(chart_dir).as_posix()
@@ -504,6 +513,17 @@ def scan_chart(chart_dir: Path, *, subcharts: Iterable[Subchart] = ()) -> ChartS
                     ignored += 1
                     continue
                 files[rel] = path.read_text(errors="replace")
+                digest.update(f"\0{rel}\0{len(files[rel])}\0".encode())
+                digest.update(files[rel].encode(errors="replace"))
+        digest.update(repr(sub).encode())
+        charts.append((sub, files))
+    cached = _load_cached(cache_dir, digest.hexdigest()) if cache_dir is not None else None
+    if cached is not None:
+        return cached
+    gates: list[Gate] = []
+    content_only = templates = work = 0
+    incomplete: list[str] = []
+    for sub, files in charts:
         templates += len(files)
         scans = {rel: scan_template(text) for rel, text in files.items()}
         for rel, sc in scans.items():
@@ -511,12 +531,79 @@ def scan_chart(chart_dir: Path, *, subcharts: Iterable[Subchart] = ()) -> ChartS
             content_only += sc.content_only
             if not sc.complete:
                 incomplete.append(rel)
-        found = _chart_gates(scans, scope)
+        found = _chart_gates(scans, sub.scope)
         if sub.path and sub.source != sub.path:
             cut = len(sub.path)
             found = [g._replace(sources=tuple(sub.source + s[cut:] for s in g.sources)) for g in found]
         gates += found
-    return ChartScan(gates, content_only, templates, ignored, tuple(incomplete), work)
+    result = ChartScan(gates, content_only, templates, ignored, tuple(incomplete), work)
+    if cache_dir is not None:
+        _store(cache_dir, digest.hexdigest(), result)
+    return result
+
+
+_CACHE_VERSION = "driftguard-gates-1"
+_CACHE_KEEP = 128
+
+
+def _load_cached(cache_dir: Path, key: str) -> ChartScan | None:
+    raw = cache_get(cache_dir, f"gates-{key}")
+    try:
+        gates = [
+            Gate(
+                g[0],
+                g[1],
+                g[2],
+                g[3],
+                g[4],
+                tuple(g[5]),
+                tuple(g[6]),
+                g[7],
+                tuple((a, b) for a, b in g[8]),
+                g[9],
+            )
+            for g in raw["gates"]
+        ]
+        return ChartScan(
+            gates, raw["content_only"], raw["templates"], raw["ignored"], tuple(raw["incomplete"]), 0
+        )
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None  # no entry, or one this version cannot read: scan again
+
+
+def _store(cache_dir: Path, key: str, scan: ChartScan) -> None:
+    body = {
+        "gates": [list(g) for g in scan.gates],
+        "content_only": scan.content_only,
+        "templates": scan.templates,
+        "ignored": scan.ignored,
+        "incomplete": list(scan.incomplete),
+    }
+    cache_put(cache_dir, f"gates-{key}", body)
+
+
+def cache_get(cache_dir: Path, name: str) -> Any:
+    """A JSON entry of the sidecar's own cache directory, or None."""
+    try:
+        return json.loads((cache_dir / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cache_put(cache_dir: Path, name: str, body: Any) -> None:
+    """Write an entry atomically; keep the newest entries of its kind (the part of ``name`` before '-')."""
+    try:
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = cache_dir / f"{name}.json"
+        tmp = cache_dir / f"{name}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(body, separators=(",", ":"), default=str))
+        tmp.replace(path)
+        kind = name.split("-", 1)[0]
+        entries = sorted(cache_dir.glob(f"{kind}-*.json"), key=lambda p: p.stat().st_mtime)
+        for old in entries[: max(0, len(entries) - _CACHE_KEEP)]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next render the work again
 
 
 def _outputs(rel: str) -> bool:

@@ -146,19 +146,21 @@ def supplied_values(job: RenderJob) -> list[dict[str, Any]]:
     return docs
 
 
-def prepare(chart_dir: Path, supplied: list[dict[str, Any]]) -> Prepared:
+def prepare(chart_dir: Path, supplied: list[dict[str, Any]], *, cache_dir: Path | None = None) -> Prepared:
     """Scan the templates and work out defaults, effective values and which subcharts render."""
+    cv.use_cache(cache_dir)
     deps = cv.dependencies(chart_dir)
-    plain = cv.with_defaults(chart_dir, deps)
+    own = cv.own_values(chart_dir)
+    plain = cv.with_defaults(own, deps)
     effective = plain
     for doc in supplied:
         effective = cv.merge_values(effective, doc)
     on = cv.enabled(deps, effective)
-    defaults = cv.with_defaults(chart_dir, deps, {p: v[0] for p, v in on.items()})
+    defaults = cv.with_defaults(own, deps, {p: v[0] for p, v in on.items()})
     effective = defaults
     for doc in supplied:
         effective = cv.merge_values(effective, doc)
-    scan = scan_chart(chart_dir, subcharts=[d.sub for d in deps])
+    scan = scan_chart(chart_dir, subcharts=[d.sub for d in deps], cache_dir=cache_dir)
     return Prepared(scan, defaults, supplied, effective, on, deps)
 
 
@@ -261,7 +263,8 @@ def summary_line(found: list[Finding]) -> str:
             if r not in keys[f.gate.key]:
                 keys[f.gate.key].append(r)
     named = []
-    for key, res in list(keys.items())[:SHOWN_KEYS]:
+    # the switches that decide the most resources first (a stable sort keeps template order on ties)
+    for key, res in sorted(keys.items(), key=lambda kv: -len(kv[1]))[:SHOWN_KEYS]:
         what = res[0] if res else "resources"
         if len(res) > 1:
             what += f" and {len(res) - 1} more"
@@ -306,7 +309,9 @@ class ImplicitDefaultsGuard(GuardBase):
         if ctx.job.env.param("implicit-defaults") == "off" or ctx.renderer != "helm":
             return
         try:
-            ctx.notes[NOTE + "-prepared"] = prepare(ctx.job.app_dir, supplied_values(ctx.job))
+            ctx.notes[NOTE + "-prepared"] = prepare(
+                ctx.job.app_dir, supplied_values(ctx.job), cache_dir=ctx.job.settings.cache_dir
+            )
         except InputError as exc:
             ctx.notes[NOTE + "-prepared"] = exc  # reported in check(), in the guards' order
 

@@ -298,3 +298,19 @@ def test_merge_like_helm() -> None:
     assert cv.merge_values({"a": {"b": 1, "c": 2}, "d": 1}, {"a": {"b": 3}, "d": None}) == {
         "a": {"b": 3, "c": 2}
     }
+
+
+def test_the_scan_is_cached_by_template_content(tmp_path: Path) -> None:
+    from cmp_plugin.gating import scan_chart
+
+    chart = make_chart(tmp_path / "t", {"d.yaml": "{{- if .Values.a }}\n" + DEPLOY + "{{- end }}\n"})
+    cache = tmp_path / "cache"
+    first = scan_chart(chart, cache_dir=cache)
+    again = scan_chart(chart, cache_dir=cache)
+    assert first.work > 0 and again.work == 0 and again.gates == first.gates  # read back, not rescanned
+    (chart / "templates" / "d.yaml").write_text("{{- if .Values.b }}\n" + DEPLOY + "{{- end }}\n")
+    changed = scan_chart(chart, cache_dir=cache)
+    assert changed.work > 0 and [g.key for g in changed.gates] == ["b"]
+    for entry in cache.glob("gates-*.json"):
+        entry.write_text("{not json")
+    assert scan_chart(chart, cache_dir=cache).gates == changed.gates  # a broken entry is rescanned
