@@ -95,7 +95,9 @@ def on_corpus(charts: Path, runs: int) -> int:
         with tempfile.TemporaryDirectory() as cache:
             _, rc, err = generate(chart, charts, values, "warn", cache)
             if rc != 0:
-                print(f"{label:62} does not render: {err.strip().splitlines()[0][:60] if err.strip() else rc}")
+                print(
+                    f"{label:62} does not render: {err.strip().splitlines()[0][:60] if err.strip() else rc}"
+                )
                 continue
             lines = [x for x in err.splitlines() if "rely on chart defaults" in x or "implicit" in x]
             keys = int(lines[0].split()[2]) if lines else 0

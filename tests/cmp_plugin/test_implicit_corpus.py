@@ -52,7 +52,9 @@ def test_every_reported_gate_reads_back_to_its_keys_as_written(name: str) -> Non
         assert "{{" not in expr and "}}" not in expr.replace('"}}"', "")
 
 
-def render(name: str, values: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> pipeline.Outcome:
+def render(
+    name: str, values: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> pipeline.Outcome:
     monkeypatch.setenv("DRIFTGUARD_CMP_CACHE_DIR", str(tmp_path / "cache"))
     overrides = {"values-files": [values]} if values else {}
     params, explicit = parse_parameters({}, overrides)
@@ -83,7 +85,9 @@ def test_every_finding_meets_the_definition(
     lines = [w for w in outcome.warnings if "chart default" in w]
     assert len(lines) == (1 if found else 0)
     if found:
-        assert lines[0].startswith(f"driftguard: note: {len({f.gate.key for f in found})} resource switches rely")
+        assert lines[0].startswith(
+            f"driftguard: note: {len({f.gate.key for f in found})} resource switches rely"
+        )
 
 
 def test_disabled_subcharts_hold_no_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
