@@ -13,12 +13,11 @@ processDependencyTags, processDependencyConditions, processImportValues) and coa
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmp_plugin.gating import Subchart, cache_get, cache_put
+from cmp_plugin.gating import Subchart, cache_get, cache_put, content_key
 from driftguard.errors import InputError
 from driftguard.manifests import safe_load
 
@@ -53,24 +52,37 @@ class Dependency(NamedTuple):
 
 
 def load_values(text: str, origin: str) -> dict[str, Any]:
+    """A values document; InputError naming ``origin`` when it is not YAML or not a mapping."""
+    doc = _yaml(text, origin)
+    if doc is not None and not isinstance(doc, dict):
+        raise InputError(f"{origin} must be a YAML mapping of values")
+    return doc or {}
+
+
+def _yaml(text: str, origin: str) -> Any:
+    """safe_load through the content-keyed cache: on a hit neither PyYAML is imported nor a value built."""
+    cache = _CACHE[0]
+    key = "yaml-" + content_key(text) if cache is not None else ""
+    if cache is not None:
+        hit = cache_get(cache, key)
+        if isinstance(hit, dict) and "doc" in hit:
+            return hit["doc"]
     import yaml
 
     try:
         doc = safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"{origin} is not valid YAML: {exc}") from exc
-    if doc is not None and not isinstance(doc, dict):
-        raise InputError(f"{origin} must be a YAML mapping of values")
-    return doc or {}
+    if cache is not None:
+        cache_put(cache, key, {"doc": doc})
+    return doc
 
 
 def _chart_meta(chart_dir: Path) -> tuple[dict[str, Any], str]:
-    import yaml
-
     try:
         text = (chart_dir / "Chart.yaml").read_text(errors="replace")
-        meta = safe_load(text) or {}
-    except (OSError, yaml.YAMLError):
+        meta = _yaml(text, "Chart.yaml") or {}
+    except (OSError, InputError):
         return {}, ""
     return (meta if isinstance(meta, dict) else {}), text
 
@@ -91,19 +103,10 @@ def own_values(chart_dir: Path) -> dict[str, Any]:
         text = path.read_text(errors="replace")
     except OSError:
         return {}
-    cache = _CACHE[0]
-    key = "values-" + hashlib.sha256(text.encode(errors="replace")).hexdigest()
-    if cache is not None:
-        hit = cache_get(cache, key)
-        if isinstance(hit, dict):
-            return hit
     try:
-        values = load_values(text, str(path.name))
+        return load_values(text, str(path.name))
     except InputError:
         return {}
-    if cache is not None:
-        cache_put(cache, key, values)
-    return values
 
 
 def dependencies(

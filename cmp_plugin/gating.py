@@ -19,7 +19,6 @@ whitespace folded to one space); :func:`expression_keys` reads it back to the ga
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -38,25 +37,40 @@ __all__ = [
     "scan_template",
 ]
 
+
+class _Lazy:
+    """A pattern compiled on first use, then put in its module global's place: a render whose scan
+    is cached (the usual case, see scan_chart) never compiles the lexer's patterns."""
+
+    def __init__(self, name: str, pattern: str, flags: int = 0) -> None:
+        self.name, self.pattern, self.flags = name, pattern, flags
+
+    def __getattr__(self, attr: str) -> Any:
+        compiled = re.compile(self.pattern, self.flags)
+        globals()[self.name] = compiled
+        return getattr(compiled, attr)
+
+
 # The rest of an action after ``{{`` (and an optional trim marker): one greedy match, no backtracking
-_BODY = re.compile(r"""(?:[^"`'}]+|"(?:[^"\\\n]|\\.)*"|`[^`]*`|'(?:[^'\\\n]|\\.)*'|\}(?!\}))*""")
+_BODY: Any = _Lazy("_BODY", r"""(?:[^"`'}]+|"(?:[^"\\\n]|\\.)*"|`[^`]*`|'(?:[^'\\\n]|\\.)*'|\}(?!\}))*""")
 # What a line of plain template text says at column 0: a document separator, a kind, other content
-_MARK = re.compile(r"^(?:(---)(?=[ \t\r]|$)|kind:[ \t]*([^\s#]*))", re.M)
-_CONTENT = re.compile(r"^[ \t]*[^\s#]", re.M)
-_TOKEN = re.compile(
+_MARK: Any = _Lazy("_MARK", r"^(?:(---)(?=[ \t\r]|$)|kind:[ \t]*([^\s#]*))", re.M)
+_CONTENT: Any = _Lazy("_CONTENT", r"^[ \t]*[^\s#]", re.M)
+_TOKEN: Any = _Lazy(
+    "_TOKEN",
     r'"(?:[^"\\\n]|\\.)*"'
     r"|`[^`]*`"
     r"|'(?:[^'\\\n]|\\.)*'"
     r"|\$[A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
     r"|(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
     r"|[A-Za-z_][A-Za-z0-9_]*"
-    r"|:=|\S"
+    r"|:=|\S",
 )
-_WS = re.compile(r"\s+")
-_WORD = re.compile(r"[a-z]+")
-_VARIABLE = re.compile(r"\$[A-Za-z0-9_]+")
-_INCLUDE = re.compile(r"\b(?:include|template)\s+\"((?:[^\"\\\n]|\\.)*)\"")
-_REINDENT = re.compile(r"\b(?:n?indent)\s+([1-9]|\()")
+_WS: Any = _Lazy("_WS", r"\s+")
+_WORD: Any = _Lazy("_WORD", r"[a-z]+")
+_VARIABLE: Any = _Lazy("_VARIABLE", r"\$[A-Za-z0-9_]+")
+_INCLUDE: Any = _Lazy("_INCLUDE", r"\b(?:include|template)\s+\"((?:[^\"\\\n]|\\.)*)\"")
+_REINDENT: Any = _Lazy("_REINDENT", r"\b(?:n?indent)\s+([1-9]|\()")
 _OPENERS = frozenset(("if", "with", "range", "define", "block"))
 _ROOT_FIELDS = frozenset(("Values", "Release", "Chart", "Capabilities", "Template", "Files", "Subcharts"))
 ROOT = "<root>"
@@ -363,7 +377,7 @@ def _first_string(expr: str) -> str | None:
 
 
 def _fold(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    return str(_WS.sub(" ", text)).strip()
 
 
 def _bind(body: str, dot: str | None, variables: dict[str, str], block: _Block | None) -> None:
@@ -502,7 +516,7 @@ def scan_chart(
     rules = helmignore.load(chart_dir)
     charts: list[tuple[Subchart, dict[str, str]]] = []
     ignored = 0
-    digest = hashlib.sha256(_CACHE_VERSION.encode())
+    digest = _hasher(_CACHE_VERSION.encode())
     for sub in [Subchart("", "", "", (), 0, ""), *subcharts]:
         files: dict[str, str] = {}
         tdir = chart_dir / sub.path / "templates" if sub.path else chart_dir / "templates"
@@ -543,6 +557,22 @@ def scan_chart(
 
 
 _CACHE_VERSION = "driftguard-gates-1"
+
+
+def _hasher(data: bytes) -> Any:
+    """BLAKE2b without importing hashlib (which loads OpenSSL, ~5 ms): keys that no tenant can collide."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter without the builtin module
+        from hashlib import blake2b
+    return blake2b(data, digest_size=32)
+
+
+def content_key(text: str) -> str:
+    """A collision-resistant digest of a text, for cache entries keyed by content."""
+    return str(_hasher(text.encode(errors="replace")).hexdigest())
+
+
 _CACHE_KEEP = 128
 
 
