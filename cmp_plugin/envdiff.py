@@ -232,7 +232,7 @@ def _cause(key: ResourceKey, source: str, before: list[Finding], after: list[Fin
         in_file = bool(source) and any(rel == s or rel.startswith(s + "/") for s in f.gate.sources)
         if not in_file or not (key.kind in kinds or "?" in kinds):
             continue
-        where = f"{f.gate.file}:{f.gate.line}"
+        where = f"{f.where()}: {f.quoted()}"  # the gate exactly as the template writes it
         if not f.explicit and old is not None and old.default != f.default:
             return f"the chart default of `{f.gate.key}` changed from {_v(old.default)} to {_v(f.default)} and this environment does not set it ({where})"
         if f.explicit and old is not None and old.value != f.value:

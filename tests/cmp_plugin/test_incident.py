@@ -67,7 +67,10 @@ def test_diff_reports_the_production_removal_with_its_cause(gitops: tuple[Path, 
         "Deployment.apps payment-production/payment-production"
     ]
     cause = prod["removed"][0]["cause"]
-    assert "`enabled`" in cause and "from true to false" in cause and "does not set it" in cause
+    assert cause == (
+        "the chart default of `enabled` changed from true to false and this environment does not set it "
+        "(templates/deployment.yaml:1: {{ if .Values.enabled }})"
+    )
     assert staging["removed"] == [] and staging["changed"] == []
     assert report["environments"][0]["name"] == "payment-production"  # destructive first
     assert git(repo, "status", "--porcelain") == ""  # the user's checkout is untouched
