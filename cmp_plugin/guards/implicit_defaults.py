@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmp_plugin import chart_values as cv
-from cmp_plugin.gating import ROOT, ChartScan, Gate, scan_chart
+from cmp_plugin.gating import ROOT, ChartScan, Gate, scan_chart, still_renders
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
 from cmp_plugin.renderers.base import RenderJob, confined
 from driftguard.errors import GuardRefusal, InputError
@@ -51,6 +51,7 @@ SET = "set by this environment"
 FALSY = "chart default is empty or false: nothing renders from it that could vanish"
 DISABLED = "in a subchart that does not render"
 NOT_RENDERED = "its resources are not in this render"
+NOT_DECIDING = "the condition holds without it: turning it off would not remove the resources"
 
 # Helm's set parameters (issue 15) as (parameter, kind for chart_values.set_values): each one that
 # the parameter table defines is read as one more values document this environment supplies.
@@ -203,6 +204,8 @@ def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
             verdict = FALSY
         elif renders is False:
             verdict = NOT_RENDERED
+        elif still_renders(gate, prep.effective, lookup=cv.lookup):
+            verdict = NOT_DECIDING
         else:
             verdict = FINDING
         out.append(

@@ -10,6 +10,7 @@ from cmp_plugin.guards.implicit_defaults import (
     DISABLED,
     FALSY,
     FINDING,
+    NOT_DECIDING,
     NOT_RENDERED,
     SET,
     Finding,
@@ -237,14 +238,24 @@ def test_verdicts_for_the_environment(tmp_path: Path) -> None:
             "d.yaml": "{{- if .Values.enabled }}\n" + DEPLOY + "{{- end }}\n",
             "pdb.yaml": "{{- with .Values.pdb }}\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: p\n{{- end }}\n",
             "m.yaml": "{{- if .Values.metrics }}\napiVersion: v1\nkind: Service\nmetadata:\n  name: m\n{{- end }}\n",
+            "np.yaml": "{{- if or .Values.np.create .Values.global.np }}\napiVersion: v1\nkind: NetworkPolicy\nmetadata:\n  name: n\n{{- end }}\n",
+            "k.yaml": '{{- if eq .Values.kind "Deployment" }}\napiVersion: v1\nkind: Deployment\nmetadata:\n  name: k\n{{- end }}\n',
         },
-        values="enabled: true\npdb: {}\nmetrics: true\n",
+        values='enabled: true\npdb: {}\nmetrics: true\nnp: {create: true}\nglobal: {np: true}\nkind: "Deployment"\n',
     )
-    docs = [doc("Deployment", "app", "app/templates/d.yaml")]
+    docs = [
+        doc("Deployment", "app", "app/templates/d.yaml"),
+        doc("NetworkPolicy", "n", "app/templates/np.yaml"),
+        doc("Deployment", "k", "app/templates/k.yaml"),
+    ]
     found = verdicts(chart, [], docs)
     assert found["enabled"].verdict == FINDING and found["enabled"].rendered == ("Deployment app",)
     assert found["pdb"].verdict == FALSY
     assert found["metrics"].verdict == NOT_RENDERED
+    # `or` of two true defaults: turning either off keeps the NetworkPolicy, neither decides it
+    assert found["np.create"].verdict == found["global.np"].verdict == NOT_DECIDING
+    assert found["kind"].verdict == FINDING  # a string default can flip to another string
+    assert verdicts(chart, [{"global": {"np": False}}], docs)["np.create"].verdict == FINDING
     assert verdicts(chart, [{"enabled": True}], docs)["enabled"].verdict == SET
     assert verdicts(chart, [cv.set_values(["enabled=false"])], [])["enabled"].verdict == SET
 
