@@ -17,11 +17,13 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmp_plugin.gating import Subchart, cache_get, cache_put, content_key
+from cmp_plugin.content_cache import cache_get, cache_put, content_key
+from cmp_plugin.gating import Subchart
 from driftguard.errors import InputError
 from driftguard.manifests import safe_load
 
 __all__ = [
+    "MAX_DEPTH",
     "Dependency",
     "dependencies",
     "enabled",
@@ -109,10 +111,16 @@ def own_values(chart_dir: Path) -> dict[str, Any]:
         return {}
 
 
+MAX_DEPTH = 8
+"""Subchart nesting read at most (a symlinked ``charts/x -> ..`` must not recurse for ever)."""
+
+
 def dependencies(
     chart_dir: Path, *, _parent: str = "", _path: str = "", _source: str = ""
 ) -> list[Dependency]:
     """Every vendored subchart (directories under charts/, recursively), declared or not."""
+    if _path.count("charts/") >= MAX_DEPTH:
+        return []
     meta, text = _chart_meta(chart_dir)
     lines: dict[str, int] = {}
     line, at = 1, 0

@@ -19,8 +19,6 @@ whitespace folded to one space); :func:`expression_keys` reads it back to the ga
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
@@ -28,6 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmp_plugin import helmignore
+from cmp_plugin.content_cache import cache_get, cache_put, hasher
 
 __all__ = [
     "ChartScan",
@@ -422,6 +421,16 @@ def _values_path(token: str, dot: str | None, variables: dict[str, str]) -> str 
     return None
 
 
+def tokens(expr: str) -> list[str]:
+    """The tokens of a template expression (strings, variables, field chains, words, punctuation)."""
+    return [m.group(0) for m in _TOKEN.finditer(expr)]
+
+
+def values_path(token: str, dot: str | None, variables: dict[str, str]) -> str | None:
+    """The values path one token stands for ("" is the whole of .Values), or None."""
+    return _values_path(token, dot, variables)
+
+
 def _join(base: str, rest: str) -> str:
     return f"{base}.{rest}" if base and rest else base or rest
 
@@ -516,7 +525,7 @@ def scan_chart(
     rules = helmignore.load(chart_dir)
     charts: list[tuple[Subchart, dict[str, str]]] = []
     ignored = 0
-    digest = _hasher(_CACHE_VERSION.encode())
+    digest = hasher(_CACHE_VERSION.encode())
     for sub in [Subchart("", "", "", (), 0, ""), *subcharts]:
         files: dict[str, str] = {}
         tdir = chart_dir / sub.path / "templates" if sub.path else chart_dir / "templates"
@@ -559,23 +568,6 @@ def scan_chart(
 _CACHE_VERSION = "driftguard-gates-1"
 
 
-def _hasher(data: bytes) -> Any:
-    """BLAKE2b without importing hashlib (which loads OpenSSL, ~5 ms): keys that no tenant can collide."""
-    try:
-        from _blake2 import blake2b
-    except ImportError:  # an interpreter without the builtin module
-        from hashlib import blake2b
-    return blake2b(data, digest_size=32)
-
-
-def content_key(text: str) -> str:
-    """A collision-resistant digest of a text, for cache entries keyed by content."""
-    return str(_hasher(text.encode(errors="replace")).hexdigest())
-
-
-_CACHE_KEEP = 128
-
-
 def _load_cached(cache_dir: Path, key: str) -> ChartScan | None:
     raw = cache_get(cache_dir, f"gates-{key}")
     try:
@@ -610,30 +602,6 @@ def _store(cache_dir: Path, key: str, scan: ChartScan) -> None:
         "incomplete": list(scan.incomplete),
     }
     cache_put(cache_dir, f"gates-{key}", body)
-
-
-def cache_get(cache_dir: Path, name: str) -> Any:
-    """A JSON entry of the sidecar's own cache directory, or None."""
-    try:
-        return json.loads((cache_dir / f"{name}.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def cache_put(cache_dir: Path, name: str, body: Any) -> None:
-    """Write an entry atomically; keep the newest entries of its kind (the part of ``name`` before '-')."""
-    try:
-        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = cache_dir / f"{name}.json"
-        tmp = cache_dir / f"{name}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(body, separators=(",", ":"), default=str))
-        tmp.replace(path)
-        kind = name.split("-", 1)[0]
-        entries = sorted(cache_dir.glob(f"{kind}-*.json"), key=lambda p: p.stat().st_mtime)
-        for old in entries[: max(0, len(entries) - _CACHE_KEEP)]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        pass  # a cache that cannot be written only costs the next render the work again
 
 
 def _outputs(rel: str) -> bool:
@@ -707,106 +675,3 @@ def _chart_gates(scans: dict[str, _Template], scope: str) -> list[Gate]:
                     )
                 )
     return gates
-
-
-_UNKNOWN = object()
-
-
-class _Flipped:
-    """The key under test, turned off: false to and/or/not/empty/default, unknown to eq/ne (a
-    string default can flip to any other string)."""
-
-    def __bool__(self) -> bool:
-        return False
-
-
-_FLIPPED = _Flipped()
-
-
-def still_renders(gate: Gate, values: Any, *, lookup: Any) -> bool:
-    """True when the gate's condition stays true with ``gate.key`` unset: the key does not decide.
-
-    A small evaluator of Go template pipelines over the values (paths, literals, parentheses,
-    ``and``, ``or``, ``not``, ``eq``, ``ne``, ``empty``, ``default``); anything else is unknown,
-    and unknown counts as deciding (the guard would rather name a key than miss one).
-    """
-    if gate.keyword in ("condition", "tags") or "range" in gate.keyword:
-        return False
-    tokens = [m.group(0) for m in _TOKEN.finditer(gate.expr)]
-    if len(tokens) > 200:
-        return False
-    bound = dict(gate.variables)
-
-    def value_of(tok: str) -> Any:
-        if tok in ("true", "false"):
-            return tok == "true"
-        if tok == "nil":
-            return None
-        if tok.startswith(('"', "`")):
-            return tok[1:-1]
-        if re.fullmatch(r"-?\d+", tok):
-            return int(tok)
-        path = _values_path(tok, gate.dot, bound)
-        if path is None:
-            return _UNKNOWN
-        full = path if path.startswith("global.") or path == "global" else gate.scope + path
-        if full == gate.key or full.startswith(gate.key + "."):
-            return _FLIPPED
-        return lookup(values, full)[1] if full else _UNKNOWN
-
-    def pipeline(i: int) -> tuple[Any, int]:
-        result: Any = _UNKNOWN
-        first = True
-        while i < len(tokens) and tokens[i] != ")":
-            args: list[Any] = []
-            name = (
-                tokens[i]
-                if re.fullmatch(r"[A-Za-z_]\w*", tokens[i]) and tokens[i] not in ("true", "false", "nil")
-                else ""
-            )
-            i += 1 if name else 0
-            while i < len(tokens) and tokens[i] not in ("|", ")"):
-                if tokens[i] == "(":
-                    val, i = pipeline(i + 1)
-                    i += 1  # the closing parenthesis
-                else:
-                    val, i = value_of(tokens[i]), i + 1
-                args.append(val)
-            if not first:
-                args.append(result)
-            result = call(name, args)
-            first = False
-            if i < len(tokens) and tokens[i] == "|":
-                i += 1
-        return result, i
-
-    def call(name: str, args: list[Any]) -> Any:
-        if not name:
-            return args[0] if len(args) == 1 else _UNKNOWN
-        if name in ("and", "or"):
-            for a in args:
-                if a is _UNKNOWN:
-                    return _UNKNOWN
-                if bool(a) == (name == "or"):
-                    return a
-            return args[-1] if args else _UNKNOWN
-        if any(a is _UNKNOWN for a in args):
-            return _UNKNOWN
-        if name == "not" and len(args) == 1:
-            return not args[0]
-        if name == "default" and len(args) == 2 and args[1] is _FLIPPED:
-            return args[0]
-        if name == "empty" and len(args) == 1:
-            return not args[0]
-        if name in ("eq", "ne") and len(args) >= 2 and not any(a is _FLIPPED for a in args):
-            same = any(args[0] == a for a in args[1:])
-            return same if name == "eq" else not same
-        if name == "default" and len(args) == 2:
-            return args[1] if args[1] else args[0]
-        return _UNKNOWN
-
-    try:
-        result, _ = pipeline(0)
-    except (IndexError, RecursionError):
-        return False
-    return result is not _UNKNOWN and bool(result)

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmp_plugin import chart_values as cv
-from cmp_plugin.gating import ROOT, ChartScan, Gate, scan_chart, still_renders
+from cmp_plugin.gate_eval import still_renders
+from cmp_plugin.gating import ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
 from cmp_plugin.renderers.base import RenderJob, confined
 from driftguard.errors import GuardRefusal, InputError

@@ -325,3 +325,11 @@ def test_the_scan_is_cached_by_template_content(tmp_path: Path) -> None:
     for entry in cache.glob("gates-*.json"):
         entry.write_text("{not json")
     assert scan_chart(chart, cache_dir=cache).gates == changed.gates  # a broken entry is rescanned
+
+
+def test_a_subchart_symlinked_to_its_parent_does_not_recurse(tmp_path: Path) -> None:
+    chart = make_chart(tmp_path / "t", {"d.yaml": "{{- if .Values.a }}\n" + DEPLOY + "{{- end }}\n"})
+    (chart / "charts").mkdir()
+    (chart / "charts" / "loop").symlink_to(chart, target_is_directory=True)
+    deps = cv.dependencies(chart)
+    assert 0 < len(deps) <= cv.MAX_DEPTH
