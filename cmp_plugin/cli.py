@@ -110,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the AppProject, which picks the DRIFTGUARD_CMP_POLICY entry (default: default)",
     )
     ren.add_argument("-o", "--output", type=Path, help="write the manifests to this file")
+    ren.add_argument(
+        "--explain",
+        action="store_true",
+        help="list every resource switch implicit-defaults saw, with template:line and why it counts or not",
+    )
     ren.set_defaults(func=cmd_render)
     dif = sub.add_parser(
         "diff", help="render every environment at two git revisions and show what changes, removals first"
@@ -205,6 +210,18 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"  {count:5} {kind}")
     for warning in outcome.warnings:
         print(warning.rstrip())
+    if args.explain:
+        from cmp_plugin.guards import implicit_defaults
+
+        switches = outcome.notes.get(implicit_defaults.NOTE)
+        if isinstance(switches, list):
+            content_only = outcome.notes.get(implicit_defaults.NOTE + "-content-only")
+            for line in implicit_defaults.explain(
+                switches, content_only if isinstance(content_only, int) else 0
+            ):
+                print(line)
+        else:
+            print("implicit-defaults: not run (not a helm chart, or implicit-defaults=off)")
     if args.output:
         args.output.write_text(outcome.text)
         print(f"manifests written to {args.output}")

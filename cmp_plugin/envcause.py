@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cmp_plugin.gating import truthy
+from cmp_plugin.chart_values import truthy
 from cmp_plugin.guards.implicit_defaults import Finding
 from driftguard.manifests import ResourceKey
 
@@ -20,10 +20,11 @@ def cause_of(key: ResourceKey, source: str, before: list[Finding], after: list[F
         if not _hides(f) or (old is not None and _hides(old)):
             continue
         kinds = {r.split(" ", 1)[0] for r in f.gate.resources}
-        in_file = bool(source) and (source.endswith("/" + f.gate.file) or source == f.gate.file)
-        if not in_file and key.kind not in kinds:
+        rel = source.split("/", 1)[1] if "/" in source else source
+        in_file = bool(source) and any(rel == s or rel.startswith(s + "/") for s in f.gate.sources)
+        if not in_file or not (key.kind in kinds or "?" in kinds):
             continue
-        where = f"{f.gate.file}:{f.gate.line}"
+        where = f"{f.where()}: {f.quoted()}"  # the gate exactly as the template writes it
         if not f.explicit and old is not None and old.default != f.default:
             return f"the chart default of `{f.gate.key}` changed from {_v(old.default)} to {_v(f.default)} and this environment does not set it ({where})"
         if f.explicit and old is not None and old.value != f.value:

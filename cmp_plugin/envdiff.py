@@ -391,7 +391,7 @@ def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
     findings: list[GateFinding] = []
     if outcome.renderer == "helm":
         with tempfile.TemporaryDirectory() as scratch:
-            findings = analyse(RenderJob(app_dir, tree, app_env, settings, Path(scratch)))
+            findings = analyse(RenderJob(app_dir, tree, app_env, settings, Path(scratch)), outcome.docs)
     return objects, sources, findings
 
 

@@ -12,6 +12,13 @@ What it runs, each printing HOLDS/SHORT per case:
   charts      ../shared/corpus/run_charts.py --runs 1: object parity of `driftguard-cmp generate`
               with bare helm / kustomize (timings are noise on a shared CI machine: the speed
               figures come from `make bench`, never from here)
+  implicit-defaults
+              every helm case of ../shared/corpus/charts (default values and the first two
+              ci/*.yaml, as run_charts.py picks them) rendered through the implicit-defaults guard
+              in warn mode: prints the findings and warn lines per case; a case falls short when it
+              prints more than one line, or a finding has an empty/false default, is set by the
+              values file, sits in a subchart that did not render, or names a resource not in the
+              render
 
 The ratchet: cases known to fall short are listed, each with the issue that fixes it, in
 scripts/corpus_known_short.txt. A short case not listed there fails the target (a regression or a
@@ -30,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +113,59 @@ def run_suite(name: str, cmd: list[str], env: dict[str, str]) -> Suite:
     return suite
 
 
+def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
+    """implicit-defaults on every real chart: findings and warn lines per case, each finding checked."""
+    from cmp_plugin import chart_values as cv
+    from cmp_plugin import pipeline
+    from cmp_plugin.argo_env import AppEnv, parse_parameters
+    from cmp_plugin.guards.implicit_defaults import NOTE, ImplicitDefaultsGuard
+    from cmp_plugin.settings import CmpSettings
+    from driftguard.errors import DriftguardError
+
+    suite = Suite("implicit-defaults")
+    settings = CmpSettings.from_env()
+    print(f"{'case':62} {'keys':>5} {'lines':>5}")
+    for chart in sorted(p for p in charts.iterdir() if (p / "Chart.yaml").is_file()):
+        ci = sorted((chart / "ci").glob("*.yaml")) if (chart / "ci").is_dir() else []
+        for values in [None, *(f"ci/{f.name}" for f in ci[:max_ci])]:
+            label = f"{chart.name}[{values or 'default'}]"
+            params, explicit = parse_parameters({}, {"values-files": [values]} if values else {})
+            env = AppEnv(app_name=chart.name, app_namespace="rc-apps", params=params, explicit=explicit)
+            try:
+                outcome = pipeline.run(
+                    chart, repo_root=charts, env=env, settings=settings, guards=(ImplicitDefaultsGuard(),)
+                )
+            except DriftguardError as exc:
+                suite.short[label] = f"does not render: {str(exc).splitlines()[0][:160]}"
+                continue
+            switches = outcome.notes.get(NOTE)
+            found = [f for f in switches if f.is_finding] if isinstance(switches, list) else []
+            supplied = [cv.load_values((chart / values).read_text(), values)] if values else []
+            lines = [w for w in outcome.warnings if "chart default" in w or "implicit" in w]
+            in_render = {f"{d.kind} {d.name}" for d in outcome.docs}
+            charts_rendered = {d.source.split("/templates/", 1)[0] for d in outcome.docs}
+            bad = []
+            for f in found:
+                sub = f.gate.file.split("/templates/", 1)[0] if f.gate.file.startswith("charts/") else ""
+                if not cv.truthy(f.default):
+                    bad.append(f"{f.gate.key}: falsy default {f.default!r}")
+                elif any(cv.lookup(d, f.gate.key)[0] for d in supplied):
+                    bad.append(f"{f.gate.key}: set by {values}")
+                elif sub and f"{chart.name}/{sub}" not in charts_rendered:
+                    bad.append(f"{f.gate.key}: in {sub}, which did not render")
+                elif not f.rendered or not set(f.rendered) <= in_render:
+                    bad.append(f"{f.gate.key}: names resources not in the render")
+            keys = len({f.gate.key for f in found})
+            print(f"{label:62} {keys:5} {len(lines):5}")
+            if len(lines) > 1:
+                bad.append(f"{len(lines)} implicit-defaults lines > 1")
+            if bad:
+                suite.short[label] = "; ".join(bad[:3])
+            else:
+                suite.holds.append(label)
+    return suite
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
@@ -142,6 +203,11 @@ def main() -> int:
             env,
         ),
     ]
+    os.environ["PATH"] = env["PATH"]
+    os.environ.setdefault("DRIFTGUARD_HELM", str(ROOT / ".tools" / "bin" / "helm"))
+    with tempfile.TemporaryDirectory(prefix="corpus-cache-") as cache:
+        os.environ["DRIFTGUARD_CMP_CACHE_DIR"] = cache
+        suites.append(check_implicit(corpus / "charts"))
     known = known_short()
     seen: set[str] = set()
     failed = False

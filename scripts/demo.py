@@ -139,12 +139,14 @@ def part_one(work: Path, argo: argo_api.FakeArgo) -> None:
         return {**app_env, "ARGOCD_APP_PARAMETERS": json.dumps(plist)}
 
     step(
-        "Argo CD renders production through the sidecar (implicit-defaults: refuse): driftguard-cmp generate"
+        "Before the PR, Argo CD renders production through the sidecar (implicit-defaults: refuse): driftguard-cmp generate"
     )
+    git(repo, "checkout", "-q", base)
     proc = cmp(["generate"], cwd=repo / "charts/payment", env=params("refuse"))
+    git(repo, "checkout", "-q", "main")
     show(proc.stderr)
     check(
-        "generate refuses: `enabled` decides whether the Deployment renders and production does not set it",
+        "generate refuses: `enabled` (chart default true) decides whether the Deployment renders and production does not set it",
         proc.returncode != 0 and "refused by implicit-defaults" in proc.stderr,
     )
 

@@ -67,7 +67,10 @@ def test_diff_reports_the_production_removal_with_its_cause(gitops: tuple[Path, 
         "Deployment.apps payment-production/payment-production"
     ]
     cause = prod["removed"][0]["cause"]
-    assert "`enabled`" in cause and "from true to false" in cause and "does not set it" in cause
+    assert cause == (
+        "the chart default of `enabled` changed from true to false and this environment does not set it "
+        "(templates/deployment.yaml:1: {{ if .Values.enabled }})"
+    )
     assert staging["removed"] == [] and staging["changed"] == []
     assert report["environments"][0]["name"] == "payment-production"  # destructive first
     assert git(repo, "status", "--porcelain") == ""  # the user's checkout is untouched
@@ -127,17 +130,21 @@ def production_env(repo: Path, mode: str, **extra: str) -> dict[str, str]:
 
 
 def test_generate_refuses_the_implicit_default_in_refuse_mode(gitops: tuple[Path, str, str]) -> None:
-    repo, _, _ = gitops
+    """Before the flip, production inherits `enabled: true`: refuse mode refuses, naming template:line."""
+    repo, base, _ = gitops
+    git(repo, "checkout", "-q", base)
     proc = run_cmp(repo / "charts/payment", production_env(repo, "refuse"), "generate")
     assert proc.returncode == 3 and proc.stdout == ""
     lines = proc.stderr.splitlines()
-    assert lines[0].startswith("driftguard: refused by implicit-defaults: 1 values key(s)")
-    gate = next(line for line in lines if line.startswith("  enabled "))
-    assert (
-        gate
-        == "  enabled (templates/deployment.yaml:1: if .Values.enabled): not set here, chart default false; gates Deployment {{ .Release.Name }}; hides them now"
+    assert lines[0] == (
+        "driftguard: refused by implicit-defaults: 1 resource switch(es) rely on chart defaults "
+        "this environment does not set (refuse mode)"
     )
-    assert not any(line.startswith("  service.enabled") for line in lines)  # production sets that one
+    assert lines[1] == (
+        "  enabled: templates/deployment.yaml:1 {{ if .Values.enabled }} decides "
+        "Deployment payment-production; not set here, chart default true"
+    )
+    assert not any("service.enabled" in line for line in lines)  # production sets that one
     # staging sets it: the same chart renders there
     staging = production_env(repo, "refuse")
     staging["ARGOCD_APP_PARAMETERS"] = json.dumps(
@@ -147,18 +154,56 @@ def test_generate_refuses_the_implicit_default_in_refuse_mode(gitops: tuple[Path
         ]
     )
     assert run_cmp(repo / "charts/payment", staging, "generate").returncode == 0
+    # after the flip the default is false and nothing of it renders: implicit-defaults has nothing to
+    # pin, and the shrink guard refuses the removal against the last render it remembers
+    git(repo, "checkout", "-q", "main")
+    after = run_cmp(repo / "charts/payment", production_env(repo, "refuse"), "generate")
+    assert after.returncode == 3 and after.stderr.startswith("driftguard: refused by shrink:")
+    assert "hidden by the chart default of enabled (templates/deployment.yaml:1)" in after.stderr
 
 
-def test_warn_mode_renders_and_explicit_keys_refuse(gitops: tuple[Path, str, str]) -> None:
-    repo, _, _ = gitops
+def test_warn_mode_prints_one_line_and_explicit_keys_refuse(gitops: tuple[Path, str, str]) -> None:
+    repo, base, _ = gitops
+    git(repo, "checkout", "-q", base)
     proc = run_cmp(repo / "charts/payment", production_env(repo, "warn"), "generate")
     assert proc.returncode == 0
-    assert "driftguard: warning: implicit chart default: enabled" in proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "chart default" in line]
+    assert notes == [
+        "driftguard: note: 1 resource switches rely on chart defaults: enabled (Deployment payment-production); "
+        "set them in this environment's values to pin them "
+        "(driftguard-cmp render --explain lists each with template:line)"
+    ]
     env = production_env(repo, "warn")
     params = [*json.loads(env["ARGOCD_APP_PARAMETERS"]), {"name": "explicit-keys", "array": ["enabled"]}]
     env["ARGOCD_APP_PARAMETERS"] = json.dumps(params)
     proc = run_cmp(repo / "charts/payment", env, "generate")
     assert proc.returncode == 3 and "(listed in explicit-keys)" in proc.stderr.splitlines()[0]
+    assert "templates/deployment.yaml:1" in proc.stderr.splitlines()[1]
+
+
+def test_render_explain_lists_findings_and_the_rest(gitops: tuple[Path, str, str]) -> None:
+    repo, base, _ = gitops
+    git(repo, "checkout", "-q", base)
+    env = {k: v for k, v in production_env(repo, "warn").items() if not k.startswith("ARGOCD_")}
+    proc = run_cmp(
+        repo,
+        env,
+        "render",
+        "charts/payment",
+        "--values-file",
+        "../../clusters/production/payment-values.yaml",
+        "--explain",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    i = out.index("implicit-defaults: 1 resource switch(es) rely on chart defaults")
+    assert out[i + 1].startswith(
+        "  enabled: templates/deployment.yaml:1 {{ if .Values.enabled }} decides Deployment"
+    )
+    assert out[i + 2] == "not findings:"
+    assert out[i + 3] == (
+        "  service.enabled: templates/service.yaml:1 {{ if .Values.service.enabled }}: set by this environment"
+    )
 
 
 def test_shrink_refuses_against_the_cluster_baseline_and_honours_an_exact_approval(

@@ -489,7 +489,10 @@ def test_a_250_character_application_name_renders_and_is_cached(checkout: Path, 
         )
         assert run.returncode == 0, run.stderr
     names = sorted(p.name for p in cache.iterdir())
-    assert len(names) == 2 and all(len(n) < 100 for n in names), names
+    mine = [
+        n for n in names if n.startswith("team-")
+    ]  # the plan and the baseline (others are keyed by content)
+    assert len(mine) == 2 and all(len(n) < 100 for n in names), names
 
 
 # --- 4. bounded renders ----------------------------------------------------------------------
@@ -634,3 +637,24 @@ def test_a_tool_stopped_at_the_deadline_takes_its_children(checkout: Path) -> No
     finally:
         for pid in _running(str(here)):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_planted_content_cache_entry_is_not_trusted(checkout: Path, tmp_path: Path) -> None:
+    """implicit-defaults keeps what it learned of a chart in the cache by content digest; an entry
+    someone else wrote (mode 0666 here) must not make the guard go quiet."""
+    here = chart(
+        checkout,
+        "apps/gated",
+        templates={"cm.yaml": "{{- if .Values.enabled }}\n" + CM.format(name="gated") + "{{- end }}\n"},
+        values="enabled: true\n",
+    )
+    cache = tmp_path / "cache"
+    first = plugin(here, "apps/gated", cache=cache)
+    assert first.returncode == 0 and "rely on chart defaults" in first.stderr, first.stderr
+    entries = sorted(cache.glob("*-*.json"))
+    assert [e for e in entries if not e.name.startswith("apps")], sorted(p.name for p in cache.iterdir())
+    for entry in entries:
+        entry.write_text('{"gates": [], "planted": true}')
+        entry.chmod(0o666)
+    again = plugin(here, "apps/gated", cache=cache)
+    assert again.returncode == 0 and "rely on chart defaults" in again.stderr, again.stderr

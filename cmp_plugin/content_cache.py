@@ -1,0 +1,70 @@
+"""Entries of the sidecar's own cache directory, keyed by the content they were computed from.
+
+Argo CD renders the same revision on every refresh and for every Application that uses a chart;
+what implicit-defaults learns from a chart's templates and YAML files depends on their content
+only, so it is kept here as JSON under a BLAKE2 digest of that content (no tenant can make two
+contents share an entry) and read back instead of recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cache_get", "cache_put", "content_key", "hasher"]
+
+KEEP = 128
+"""Entries kept per kind (the part of the name before the first '-'); older ones are removed."""
+
+
+def hasher(data: bytes) -> Any:
+    """BLAKE2b without importing hashlib (which loads OpenSSL, ~5 ms): keys that no tenant can collide."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter without the builtin module
+        from hashlib import blake2b
+    return blake2b(data, digest_size=32)
+
+
+def content_key(text: str) -> str:
+    """A collision-resistant digest of a text, for cache entries keyed by content."""
+    return str(hasher(text.encode(errors="replace")).hexdigest())
+
+
+MAX_ENTRY = 64 * 1024 * 1024
+
+
+def cache_get(cache_dir: Path, name: str) -> Any:
+    """A JSON entry of the sidecar's own cache directory, or None.
+
+    Read only when it is ours to trust (launch.open_private: a regular file, no symlink, our uid,
+    not group/other-writable): a planted entry could otherwise tell implicit-defaults that a chart
+    has no gates, and the guard would stay quiet.
+    """
+    from cmp_plugin.launch import open_private
+
+    data = open_private(str(cache_dir / f"{name}.json"), MAX_ENTRY)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def cache_put(cache_dir: Path, name: str, body: Any) -> None:
+    """Write an entry atomically; keep the newest entries of its kind (the part of ``name`` before '-')."""
+    try:
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from cmp_plugin.launch import write_private
+
+        write_private(
+            str(cache_dir / f"{name}.json"), json.dumps(body, separators=(",", ":"), default=str).encode()
+        )
+        kind = name.split("-", 1)[0]
+        entries = sorted(cache_dir.glob(f"{kind}-*.json"), key=lambda p: p.stat().st_mtime)
+        for old in entries[: max(0, len(entries) - KEEP)]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next render the work again

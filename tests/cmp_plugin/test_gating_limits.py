@@ -1,0 +1,136 @@
+"""No regular expression or loop of the implicit-defaults analysis is worse than linear in its input.
+
+Each hostile input is about a megabyte. The bound is generous and comes from the same run: a
+benign template of the same size scanned first (never a fixed number of seconds), and the work
+counters must grow in proportion when the input doubles. A quadratic scan of these inputs takes
+minutes (the old scanner ran past 60 s on 300 KB of ``"{{ "``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cmp_plugin import chart_values as cv
+from cmp_plugin.gating import expression_keys, scan_chart, scan_template
+from cmp_plugin.helmignore import Rules, go_match
+
+MB = 1 << 20
+DOC = (
+    '{{- if .Values.svc.enabled }}\napiVersion: v1\nkind: Service\nmetadata:\n  name: {{ include "x.name" . }}\n'
+    '  labels:\n    {{- include "x.labels" . | nindent 4 }}\nspec:\n  ports:\n  - port: {{ .Values.svc.port }}\n'
+    "{{- end }}\n---\n"
+)
+
+
+def repeat(unit: str, size: int = MB) -> str:
+    return unit * (size // len(unit) + 1)
+
+
+HOSTILE: dict[str, Callable[[int], str]] = {
+    "quote-open": lambda n: repeat('"{{ ', n),
+    "open-only": lambda n: repeat("{{", n),
+    "unclosed-comment": lambda n: repeat("{{/* ", n),
+    "nested-ifs": lambda n: repeat("{{ if .Values.a }}\nkind: A\n", n),
+    "nested-then-closed": lambda n: repeat("{{ if .Values.a }}\n", n // 2) + repeat("{{ end }}", n // 2),
+    "withs-and-dots": lambda n: repeat("{{ with .Values.a }}{{ if .b.c }}\n---\nkind: B\n", n),
+    "variables": lambda n: (
+        repeat("{{ $v := .Values.a }}", n // 2) + repeat("{{ if $v.x }}\nkind: V\n{{ end }}", n // 2)
+    ),
+    "includes": lambda n: (
+        "".join(
+            f'{{{{ define "d{i}" }}}}{{{{ include "d{i + 1}" . }}}}\nkind: K\n{{{{ end }}}}'
+            for i in range(n // 48)
+        )
+        + '{{ if .Values.z }}{{ include "d0" . }}{{ end }}'
+    ),
+    "long-expression": lambda n: "{{ if and " + repeat(".Values.a.b ", n) + "}}\nkind: X\n{{ end }}",
+    "long-line": lambda n: "{{ if .Values.a }}\n" + repeat(" ", n) + "\nkind: X\n{{ end }}",
+    "separators": lambda n: repeat("---\n", n),
+    "raw-string": lambda n: "{{ `" + repeat("}} ", n),
+    "else-chains": lambda n: (
+        "{{ if .Values.a }}" + repeat("{{ else if .Values.b }}\nkind: E\n", n) + "{{ end }}"
+    ),
+}
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+@pytest.fixture(scope="module")
+def baseline() -> float:
+    """Seconds to scan a benign, chart-like megabyte in this run (best of three)."""
+    text = repeat(DOC)
+    return min(timed(lambda: scan_template(text)) for _ in range(3))
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_templates_scan_in_linear_time(name: str, baseline: float) -> None:
+    make = HOSTILE[name]
+    small, big = make(MB // 2), make(MB)
+    start = time.perf_counter()
+    w_big = scan_template(big).work
+    took = time.perf_counter() - start
+    assert took <= 25 * baseline + 0.5, f"{name}: {took:.2f} s against a {baseline:.3f} s benign baseline"
+    w_small = scan_template(small).work
+    assert w_big <= 2.2 * w_small + 100, f"{name}: work {w_small} -> {w_big} when the input doubles"
+
+
+def test_expression_keys_is_linear_in_the_expression(baseline: float) -> None:
+    expr = "and " + " ".join(f".Values.k{i}.x" for i in range(MB // 16))
+    took = timed(lambda: expression_keys(expr))
+    assert took <= 25 * baseline + 0.5
+    deep = ".Values." + ".".join(f"p{i}" for i in range(MB // 8))
+    half = ".Values." + ".".join(f"p{i}" for i in range(MB // 16))
+    assert timed(lambda: expression_keys("and " + deep + " " + half)) <= 25 * baseline + 0.5
+    assert expression_keys("and " + deep + " " + half) == [deep[len(".Values.") :]]
+
+
+def test_helmignore_patterns_cannot_backtrack(baseline: float) -> None:
+    pattern = "*a" * 40 + "b"
+    name = "a" * 4000
+    took = timed(lambda: [go_match(pattern, name) for _ in range(5)])
+    assert took <= 25 * baseline + 0.5
+    rules = Rules("\n".join(f"*{i}*x*y*z" for i in range(200)))
+    assert timed(lambda: rules.keeps("templates/" + "q" * 250)) <= 25 * baseline + 0.5
+
+
+def test_a_helmignored_hostile_template_is_never_read(tmp_path: Path, baseline: float) -> None:
+    chart = tmp_path / "c"
+    (chart / "templates" / "big").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (chart / ".helmignore").write_text("big/\n")
+    (chart / "templates" / "big" / "t.yaml").write_text(HOSTILE["quote-open"](3 * MB))
+    scan = scan_chart(chart)
+    assert scan.ignored == 1 and scan.templates == 0 and scan.work == 0
+
+
+def test_a_chain_of_named_templates_resolves_in_linear_time(tmp_path: Path, baseline: float) -> None:
+    chart = tmp_path / "c"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    n = 20_000
+    helpers = "".join(
+        f'{{{{ define "d{i}" }}}}{{{{ include "d{i + 1}" . }}}}{{{{ end }}}}\n' for i in range(n)
+    )
+    helpers += f'{{{{ define "d{n}" }}}}\nkind: Deep\n{{{{ end }}}}\n'
+    (chart / "templates" / "_helpers.tpl").write_text(helpers)
+    uses = "".join(
+        f'---\n{{{{ if .Values.k{i} }}}}\n{{{{ include "d0" . }}}}\n{{{{ end }}}}\n' for i in range(n)
+    )
+    (chart / "templates" / "use.yaml").write_text(uses)
+    start = time.perf_counter()
+    scan = scan_chart(chart)
+    assert time.perf_counter() - start <= 25 * baseline + 0.5
+    assert len(scan.gates) == n and scan.gates[0].resources == ("Deep",)
+
+
+def test_set_values_and_chart_yaml_scale(baseline: float) -> None:
+    entries = [f"k{i}.a.b=true" for i in range(50_000)]
+    assert timed(lambda: cv.set_values(entries)) <= 25 * baseline + 0.5
