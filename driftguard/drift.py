@@ -42,7 +42,6 @@ lists treat nil and empty alike, Endpoints subsets are compared sorted, resource
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -51,7 +50,8 @@ from typing import Any
 
 from driftguard.diff import FieldChange, ListSeg, Segment, diff_objects, pointer
 from driftguard.ignore import IgnoreRules
-from driftguard.manifests import ResourceKey, group_of, resource_key
+from driftguard.manifests import CLUSTER_SCOPED, ResourceKey, cluster_scoped_kinds, group_of, resource_key
+from driftguard.normalize import BUILTIN_GROUPS, LAST_APPLIED, normalize
 from driftguard.redact import Redactor
 
 __all__ = [
@@ -96,9 +96,16 @@ DEFAULT_CONTROLLERS = frozenset(
     }
 )
 ARGOCD_MANAGERS = frozenset({"argocd-controller", "argocd-application-controller"})
-_SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_RULE_LISTS = ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")
+_LAST_APPLIED = LAST_APPLIED
+_HOOK = "argocd.argoproj.io/hook"
+_HELM_HOOK = "helm.sh/hook"
+_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+# gitops-engine pkg/sync/common/types.go NewHookType, hook/helm/type.go NewType, and argo-cd
+# controller/hook.go (PreDelete/PostDelete)
+_HOOK_TYPES = frozenset({"PreSync", "Sync", "PostSync", "SyncFail", "Skip", "PreDelete", "PostDelete"})
+_HELM_HOOK_TYPES = frozenset(
+    {"pre-install", "pre-upgrade", "post-upgrade", "post-install", "pre-delete", "post-delete"}
+)
 
 
 @dataclass(frozen=True)
@@ -222,7 +229,8 @@ class DriftEngine:
             )
             if target is None:
                 desired = None
-            out.append(self.resource(key, desired, live, live_raw=live_raw))
+            has_predicted = _state(item, "predictedLiveState") is not None
+            out.append(self.resource(key, desired, live, live_raw=live_raw, predicted=has_predicted))
         return out
 
     def pairs(
@@ -232,10 +240,46 @@ class DriftEngine:
         *,
         default_namespace: str = "",
     ) -> list[ResourceDrift]:
-        """Pair two sets of manifests by ResourceKey and analyse each pair."""
-        want = {resource_key(o, default_namespace=default_namespace): o for o in desired}
-        have = {resource_key(o, default_namespace=default_namespace): o for o in live}
-        return [self.resource(k, want.get(k), have.get(k)) for k in sorted(want.keys() | have.keys())]
+        """Pair Git's manifests with the cluster's the way Argo CD does, and analyse each pair.
+
+        gitops-engine pkg/sync/reconcile.go ``Reconcile`` and argo-cd controller/state.go
+        ``NormalizeTargetObjects``: hooks are not compared; a namespaced object without a namespace
+        takes ``default_namespace`` (the Application's destination); a cluster-scoped one loses any
+        namespace Git gave it; a kind of unknown scope is looked up namespaced, then cluster-wide.
+        Beyond Argo: with no destination namespace known, a Git object without a namespace pairs
+        with the one live object of its group, kind and name (rather than two false alerts).
+        """
+        desired = [o for o in desired if isinstance(o, dict)]
+        live = [o for o in live if isinstance(o, dict)]
+        scoped = cluster_scoped_kinds([*desired, *live])
+        have: dict[ResourceKey, dict[str, Any]] = {}
+        for obj in live:
+            have.setdefault(resource_key(obj, cluster_scoped=frozenset()), obj)
+        out: list[tuple[ResourceKey, dict[str, Any] | None, dict[str, Any] | None]] = []
+        for obj in desired:
+            if _ignored_object(obj) or _is_hook(obj):
+                continue  # reconcile.go splitHooks: hooks run, they are not compared
+            group = group_of(str(obj.get("apiVersion", "")))
+            kind = str(obj.get("kind", ""))
+            meta = obj.get("metadata") or {}
+            name = str(meta.get("name") or meta.get("generateName") or "")
+            ns = str(meta.get("namespace") or default_namespace)
+            if (group, kind) in scoped:
+                candidates = [ResourceKey(group, kind, "", name)]
+            elif group in BUILTIN_GROUPS or (group, kind) in _KNOWN_NAMESPACED:
+                candidates = [ResourceKey(group, kind, ns, name)]
+            else:  # unknown scope: both, namespaced first (reconcile.go)
+                candidates = [ResourceKey(group, kind, ns, name), ResourceKey(group, kind, "", name)]
+            found = next((k for k in candidates if k in have), None)
+            if found is None and not ns and (group, kind) not in scoped:
+                twins = [k for k in have if k[:2] == (group, kind) and k.name == name]
+                found = twins[0] if len(twins) == 1 else None
+            if found is not None:
+                out.append((found, obj, have.pop(found)))
+            else:
+                out.append((candidates[0], obj, None))
+        out.extend((k, None, o) for k, o in have.items())
+        return [self.resource(k, d, lv) for k, d, lv in sorted(out, key=lambda t: t[0])]
 
     # --- one resource ----------------------------------------------------------------------------
 
@@ -246,8 +290,13 @@ class DriftEngine:
         live: dict[str, Any] | None,
         *,
         live_raw: dict[str, Any] | None = None,
+        predicted: bool = False,
     ) -> ResourceDrift:
-        """The drift of one resource: desired (Git) against live (cluster)."""
+        """The drift of one resource: desired (Git) against live (cluster).
+
+        ``predicted``: ``desired`` is Argo CD's predictedLiveState, so Argo CD has already made its
+        three-way decision and every difference left is one it counts.
+        """
         if desired is None and live is None:
             return ResourceDrift(key, "synced")
         if live is None:
@@ -257,20 +306,26 @@ class DriftEngine:
             )
         if desired is None:
             whole = FieldChange("", "add", None, self.redactor.value(live, kind=key.kind))
+            quiet = _unmanaged_reason(live)
+            if quiet is not None:
+                return ResourceDrift(key, "synced", [Classified(key, whole, IGNORED, reason=quiet)])
             reason = "in the cluster, not in Git: Argo CD would prune it"
             return ResourceDrift(
                 key, PRUNE_CANDIDATE, [Classified(key, whole, PRUNE_CANDIDATE, reason=reason)]
             )
         live_raw = live_raw or live
-        d = _normalize(desired, key)
-        lv = _normalize(live, key)
+        options = self.rules.compare_options
+        known = self.rules.known_types(key.group, key.kind)
+        d = normalize(desired, key.group, key.kind, options=options, known_types=known)
+        lv = normalize(live, key.group, key.kind, options=options, known_types=known)
         raw = diff_objects(d, lv)
         if not raw:
             return ResourceDrift(key, "synced")
         out: list[Classified] = []
         rules = self.rules.matching(key.group, key.kind, key.name, key.namespace)
         changes = raw
-        if any(r.json_pointers or r.jq_path_expressions for r in rules):
+        ignoring = any(r.json_pointers or r.jq_path_expressions for r in rules)
+        if ignoring:
             kept = diff_objects(self.rules.normalize(d, rules), self.rules.normalize(lv, rules))
             kept_paths = {c.stable_path for c in kept}
             for c in raw:
@@ -281,7 +336,17 @@ class DriftEngine:
             changes = _split_added_maps(changes)
             trusted = self.rules.trusted_managers(key.group, key.kind, key.name, key.namespace)
             ctx = _Context(live_raw, self.policy)
-            out.extend(self._classify(key, c, ctx, trusted) for c in changes)
+            orig: Any = None
+            if not predicted and ctx.last_applied is not None and isinstance(ctx.last_applied, dict):
+                orig = normalize(ctx.last_applied, key.group, key.kind, options=options, known_types=known)
+                if ignoring:
+                    orig = self.rules.normalize(orig, rules)
+            merge = key.group in BUILTIN_GROUPS
+            for c in changes:
+                if predicted or _argo_modified(c, orig, merge=merge):
+                    out.append(self._classify(key, c, ctx, trusted))
+                else:
+                    out.append(self._unmodified(key, c, ctx, trusted))
         out = [
             Classified(
                 c.resource,
@@ -299,6 +364,37 @@ class DriftEngine:
             else "synced"
         )
         return ResourceDrift(key, status, out)
+
+    def _unmodified(
+        self, key: ResourceKey, change: FieldChange, ctx: _Context, trusted: dict[str, str]
+    ) -> Classified:
+        """A change Argo CD's three-way comparison does not count (the app stays Synced): only
+        quiet classes, whoever wrote it."""
+        owners = ctx.owners(change.segments)
+        for o in owners:
+            if o.manager in trusted:
+                return Classified(
+                    key, change, IGNORED, o.actor, f"managedFieldsManagers {o.manager} ({trusted[o.manager]})"
+                )
+        ctrl = [o for o in owners if o.manager in self.policy.controllers]
+        if ctrl:
+            return Classified(key, change, CONTROLLER, _newest(ctrl).actor, "written by a controller")
+        others = [o for o in owners if o.manager not in self.policy.argocd_managers]
+        if others:
+            return Classified(
+                key,
+                change,
+                IGNORED,
+                _newest(others).actor,
+                "set in the cluster on a field Git does not declare; Argo CD does not compare it (Synced)",
+            )
+        return Classified(
+            key,
+            change,
+            ADMISSION_DEFAULT,
+            _newest(owners).actor if owners else None,
+            "not in Git and not last applied: a default Argo CD does not compare",
+        )
 
     def _classify(
         self, key: ResourceKey, change: FieldChange, ctx: _Context, trusted: dict[str, str]
@@ -510,49 +606,70 @@ def _rule_reason(rules: list[Any]) -> str:
     return "ignoreDifferences: " + ", ".join(origins)
 
 
-def _normalize(obj: dict[str, Any], key: ResourceKey) -> dict[str, Any]:
-    """Argo CD's comparison normalizations; copies only what it changes."""
-    out = {k: v for k, v in obj.items() if k != "status"}
-    meta = out.get("metadata")
-    if isinstance(meta, dict):
-        meta = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
-        ann = meta.get("annotations")
-        if isinstance(ann, dict) and _LAST_APPLIED in ann:
-            ann = {k: v for k, v in ann.items() if k != _LAST_APPLIED}
-            if ann:
-                meta["annotations"] = ann
-            else:
-                del meta["annotations"]
-        out["metadata"] = meta
-    if key.kind == "Secret" and key.group == "" and isinstance(out.get("stringData"), dict):
-        data = dict(out.get("data") or {})
-        for k, v in out.pop("stringData").items():
-            data[k] = base64.b64encode(str(v).encode()).decode()
-        out["data"] = data
-    if (
-        key.kind in ("Role", "ClusterRole")
-        and group_of(str(out.get("apiVersion", ""))) == "rbac.authorization.k8s.io"
-    ):
-        rules = out.get("rules") or []
-        out["rules"] = [
-            {k: v for k, v in r.items() if not (k in _RULE_LISTS and not v)}
-            for r in rules
-            if isinstance(r, dict)
-        ]
-        if not out["rules"]:
-            del out["rules"]
-    if key.kind == "Endpoints" and key.group == "" and isinstance(out.get("subsets"), list):
-        out["subsets"] = [_sorted_subset(s) for s in out["subsets"]]
-    return out
+# Kinds of groups outside client-go's scheme whose scope is known to be namespaced.
+_KNOWN_NAMESPACED: frozenset[tuple[str, str]] = (
+    frozenset(
+        {("argoproj.io", "Rollout"), ("argoproj.io", "AnalysisTemplate"), ("argoproj.io", "Application")}
+    )
+    - CLUSTER_SCOPED
+)
 
 
-def _sorted_subset(subset: Any) -> Any:
-    if not isinstance(subset, dict):
-        return subset
-    out = dict(subset)
-    for name in ("addresses", "notReadyAddresses"):
-        if isinstance(out.get(name), list):
-            out[name] = sorted(out[name], key=lambda a: json.dumps(a, sort_keys=True))
-    if isinstance(out.get("ports"), list):
-        out["ports"] = sorted(out["ports"], key=lambda p: json.dumps(p, sort_keys=True))
-    return out
+def _argo_modified(change: FieldChange, orig: Any, *, merge: bool) -> bool:
+    """Whether Argo CD's three-way merge (gitops-engine diff.go ThreeWayDiff; ``orig`` is the
+    last-applied configuration, or Git itself when there is none: TwoWayDiff) would change this
+    field, i.e. whether it counts towards OutOfSync.
+
+    The patch sets what Git declares (``remove``/``replace`` here: Git has it, the cluster lacks it
+    or differs) and deletes only what was last applied and is gone from Git. A field only the
+    cluster has survives the patch, unless it sits in a list the patch replaces whole: any list of
+    a custom resource (JSON merge patch) or a built-in list without a merge key (strategic merge).
+    """
+    if change.op != "add":
+        return True
+    segs = change.segments
+    if any(isinstance(seg, ListSeg) and (not merge or seg.key is None) for seg in segs):
+        return True
+    if orig is None:
+        return False
+    found, _ = _lookup(orig, segs)
+    return found
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return ann if isinstance(ann, Mapping) else {}
+
+
+def _csv(value: Any) -> list[str]:
+    return [p.strip() for p in str(value).split(",") if p.strip()] if value is not None else []
+
+
+def _is_hook(obj: Mapping[str, Any]) -> bool:
+    """gitops-engine pkg/sync/hook/hook.go IsHook (+ argo-cd controller/hook.go isHook)."""
+    ann = _annotations(obj)
+    if _HOOK in ann:
+        return [t for t in _csv(ann[_HOOK]) if t in _HOOK_TYPES] != ["Skip"]
+    return _HELM_HOOK in ann and ann[_HELM_HOOK] != "crd-install"
+
+
+def _ignored_object(obj: Mapping[str, Any]) -> bool:
+    """gitops-engine pkg/sync/ignore/ignore.go Ignore (a hook annotation naming no hook type) and
+    hook.go Skip (``argocd.argoproj.io/hook: Skip``): not part of the comparison."""
+    ann = _annotations(obj)
+    if _HOOK in ann:
+        types = [t for t in _csv(ann[_HOOK]) if t in _HOOK_TYPES]
+        return not types or types == ["Skip"]
+    if _HELM_HOOK in ann and ann[_HELM_HOOK] != "crd-install":
+        return not [t for t in _csv(ann[_HELM_HOOK]) if t in _HELM_HOOK_TYPES]
+    return False
+
+
+def _unmanaged_reason(live: Mapping[str, Any]) -> str | None:
+    """Why a cluster-only resource does not make the app OutOfSync (controller/state.go), or None."""
+    if _is_hook(live) or _ignored_object(live):
+        return "a hook: Argo CD runs hooks, it does not compare or prune them"
+    if "IgnoreExtraneous" in _csv(_annotations(live).get(_COMPARE_OPTIONS)):
+        return "compare-options IgnoreExtraneous: Argo CD keeps the app Synced (a sync with prune would delete it)"
+    return None

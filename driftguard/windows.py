@@ -36,8 +36,13 @@ from driftguard.errors import InputError
 
 __all__ = ["Cron", "SyncWindow", "can_sync", "frozen", "parse_duration"]
 
-_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
-_DOWS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    )
+}
+_DOWS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 # (low, high, names) per field, robfig/cron's bounds
 _BOUNDS: tuple[tuple[int, int, dict[str, int]], ...] = (
     (0, 59, {}),
@@ -318,9 +323,12 @@ def frozen(
     # types.go CanSync: overrun needs syncOverrun on every deny window (active deny) or on every
     # allow window (no allow window active), and the sync must have been allowed when it started
     overrun_windows = denies if denies else [w for w in matching if w.kind == "allow"]
-    if overrun_windows and all(w.sync_overrun for w in overrun_windows):
-        if not _blocking(matching, operation_started, manual=manual):
-            return []
+    if (
+        overrun_windows
+        and all(w.sync_overrun for w in overrun_windows)
+        and not _blocking(matching, operation_started, manual=manual)
+    ):
+        return []
     return reasons
 
 

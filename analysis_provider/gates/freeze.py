@@ -7,7 +7,7 @@ sync (``manualSync: true`` windows let it through), so the gate takes ``manualSy
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, Arg, GateContext, Verdict
 from driftguard.errors import InputError, UpstreamUnavailable
@@ -24,7 +24,7 @@ def _bool(value: str) -> bool:
 
 class FreezeGate:
     name = "freeze"
-    args = {**APP_ARGS, "manualSync": Arg(_bool, default="false")}
+    args: ClassVar[dict[str, Arg]] = {**APP_ARGS, "manualSync": Arg(_bool, default="false")}
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         app = ctx.application(args["app"], args["appNamespace"])
