@@ -50,6 +50,7 @@ from typing import Any
 
 from driftguard.diff import FieldChange, ListSeg, Segment, diff_objects, pointer
 from driftguard.ignore import IgnoreRules
+from driftguard.k8s_fields import MERGE_LISTS
 from driftguard.manifests import CLUSTER_SCOPED, ResourceKey, cluster_scoped_kinds, group_of, resource_key
 from driftguard.normalize import BUILTIN_GROUPS, LAST_APPLIED, normalize
 from driftguard.redact import Redactor
@@ -343,7 +344,7 @@ class DriftEngine:
                     orig = self.rules.normalize(orig, rules)
             merge = key.group in BUILTIN_GROUPS
             for c in changes:
-                if predicted or _argo_modified(c, orig, merge=merge):
+                if predicted or _argo_modified(c, orig, merge=merge, group=key.group, kind=key.kind):
                     out.append(self._classify(key, c, ctx, trusted))
                 else:
                     out.append(self._unmodified(key, c, ctx, trusted))
@@ -615,25 +616,53 @@ _KNOWN_NAMESPACED: frozenset[tuple[str, str]] = (
 )
 
 
-def _argo_modified(change: FieldChange, orig: Any, *, merge: bool) -> bool:
+def _argo_modified(change: FieldChange, orig: Any, *, merge: bool, group: str = "", kind: str = "") -> bool:
     """Whether Argo CD's three-way merge (gitops-engine diff.go ThreeWayDiff; ``orig`` is the
-    last-applied configuration, or Git itself when there is none: TwoWayDiff) would change this
-    field, i.e. whether it counts towards OutOfSync.
+    last-applied configuration, or None when there is none and Git itself stands in: TwoWayDiff)
+    would change this field, i.e. whether it counts towards OutOfSync.
 
     The patch sets what Git declares (``remove``/``replace`` here: Git has it, the cluster lacks it
     or differs) and deletes only what was last applied and is gone from Git. A field only the
     cluster has survives the patch, unless it sits in a list the patch replaces whole: any list of
-    a custom resource (JSON merge patch) or a built-in list without a merge key (strategic merge).
+    a custom resource (JSON merge patch) or a built-in list without ``patchStrategy: merge``
+    (strategic merge; driftguard/k8s_fields.py MERGE_LISTS). A merged list's order alone is not a
+    change (strategic merge sends ``$setElementOrder`` only with other changes to the list).
     """
+    segs = change.segments
+    if change.op == "replace" and change.reorder:
+        return not (merge and _merged_list(segs, len(segs), kind))
     if change.op != "add":
         return True
-    segs = change.segments
-    if any(isinstance(seg, ListSeg) and (not merge or seg.key is None) for seg in segs):
-        return True
+    # diff.go statefulSetWorkaround: live fields the original lacks are dropped from the claim
+    # templates before the patch (the API server defaults them where Argo cannot)
+    if (
+        group in ("apps", "extensions")
+        and kind == "StatefulSet"
+        and segs[:2] == ("spec", "volumeClaimTemplates")
+        and len(segs) > 3
+    ):
+        return orig is not None and _lookup(orig, segs)[0]
+    for i, seg in enumerate(segs):
+        if isinstance(seg, ListSeg) and not (merge and _merged_list(segs, i, kind)):
+            return True
     if orig is None:
         return False
-    found, _ = _lookup(orig, segs)
-    return found
+    return _lookup(orig, segs)[0]
+
+
+def _merged_list(segs: tuple[Segment, ...], i: int, kind: str) -> bool:
+    """Whether the list whose item is ``segs[i]`` (or that ``segs[:i]`` names) merges by key."""
+    name = segs[i - 1] if i >= 1 and isinstance(segs[i - 1], str) else None
+    if name is None:
+        return False
+    j = i - 2
+    if j < 0:
+        parent: Segment | None = "^" + kind
+    elif isinstance(segs[j], str):
+        parent = segs[j]
+    else:  # inside a list item: the item's struct sits under the list's field name
+        parent = segs[j - 1] if j >= 1 and isinstance(segs[j - 1], str) else None
+    return isinstance(parent, str) and (parent, name) in MERGE_LISTS
 
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:

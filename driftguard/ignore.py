@@ -3,7 +3,7 @@
 Rules come from an Application's ``spec.ignoreDifferences[]`` and from argocd-cm
 (``resource.customizations.ignoreDifferences.<group>_<Kind>``, ``...ignoreDifferences.all``, and
 the older ``resource.customizations`` block). A rule matches a resource when its group and kind
-glob-match (``*`` spans dots, as Argo CD's glob does) and its name and namespace, when set, are
+glob-match (gobwas globs as Argo CD's util/glob: ``*`` spans dots, ``{a,b}`` alternatives) and its name and namespace, when set, are
 equal. ``jsonPointers`` are removed from both sides (a pointer to a missing path is skipped, not an
 error); ``jqPathExpressions`` run as ``del(<expr>)`` in a real jq with a timeout (Argo CD's default
 1 s), a failing or slow expression is skipped as Argo CD skips it; then empty objects and arrays
@@ -21,7 +21,6 @@ block; argo-cd util/argo/normalizers/knowntypes_normalizer.go, with its built-in
 from __future__ import annotations
 
 import copy
-import fnmatch
 import multiprocessing
 import threading
 from collections.abc import Mapping
@@ -32,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from driftguard import globs
 from driftguard.diff import unescape
 from driftguard.errors import InputError
 from driftguard.normalize import CompareOptions
@@ -107,11 +107,8 @@ class IgnoreRule:
 
 
 def _glob(pattern: str, value: str) -> bool:
-    if pattern == value:
-        return True
-    if not any(ch in pattern for ch in "*?["):
-        return False
-    return fnmatch.fnmatchcase(value, pattern)
+    # util/argo/diff/ignore.go and normalizers/diff_normalizer.go: glob.Match (gobwas, no separators)
+    return globs.match(pattern, value)
 
 
 def rules_from_application(app: Mapping[str, Any]) -> list[IgnoreRule]:

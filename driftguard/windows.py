@@ -13,7 +13,7 @@ robfig/cron v3 ``parser.go`` with ``Minute | Hour | Dom | Month | Dow``:
 - a window is active at ``now`` when the first firing *after* ``now - duration`` is strictly
   *before* ``now`` (``schedule.Next`` is exclusive and ``Before`` is strict): at its exact opening
   second a window is not active yet;
-- applications, namespaces and clusters match by glob; a cluster pattern matches the destination's
+- applications, namespaces and clusters match by glob (gobwas, as app_project_types.go globMatch); a cluster pattern matches the destination's
   name or its server; by default any set list that matches selects the window (OR), with
   ``andOperator: true`` every set list must match; a window with none of them matches nothing;
 - a sync may run unless a matching deny window is active, or matching allow windows exist and
@@ -24,7 +24,6 @@ robfig/cron v3 ``parser.go`` with ``Minute | Hour | Dom | Month | Dow``:
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from driftguard import globs
 from driftguard.errors import InputError
 
 __all__ = ["Cron", "SyncWindow", "can_sync", "frozen", "parse_duration"]
@@ -256,7 +256,7 @@ class SyncWindow:
         """Argo CD's ``SyncWindows.Matches``: ``cluster`` is the destination name, ``server`` its URL."""
 
         def hit(patterns: tuple[str, ...], *values: str) -> bool:
-            return any(v != "" and fnmatch.fnmatchcase(v, p) for p in patterns for v in values)
+            return any(v != "" and globs.match(p, v) for p in patterns for v in values)
 
         checks = []
         if self.applications:
@@ -265,7 +265,7 @@ class SyncWindow:
             checks.append(hit(self.clusters, cluster, server))
         if self.namespaces:
             # an empty destination namespace still meets a "*" (Argo globs it like any string)
-            checks.append(any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces))
+            checks.append(any(globs.match(p, namespace) for p in self.namespaces))
         if not checks:
             return False
         return all(checks) if self.and_operator else any(checks)

@@ -235,3 +235,42 @@ def test_window_matching_and_operator_and_cluster_server() -> None:
     either = SyncWindow.from_dict({**{"kind": "deny", "schedule": "* * * * *", "duration": "1h"},
                                    "applications": ["a*"], "clusters": ["x"]}, origin="t")  # fmt: skip
     assert either.applies_to("other", "n", "x") and either.applies_to("app", "n", "y")
+
+
+def test_builtin_list_merge_strategy_decides_live_only_items() -> None:
+    desired = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "finalizers": ["a"]},
+               "spec": {"containers": [{"name": "c", "image": "i", "args": ["x"]}],
+                        "tolerations": [{"key": "k", "operator": "Exists"}]}}  # fmt: skip
+    live = json.loads(json.dumps(desired))
+    live["metadata"]["finalizers"].append("b")  # patchStrategy merge: the patch keeps it
+    live["spec"]["containers"].append({"name": "sidecar", "image": "s"})  # merged by name: kept
+    assert DriftEngine().resource(resource_key(live), desired, live).status == "synced"
+    live["spec"]["tolerations"].append({"key": "extra", "operator": "Exists"})  # atomic: replaced
+    live["spec"]["containers"][0]["args"].append("y")  # atomic: replaced
+    edit = {"f:metadata": {"f:finalizers": {'v:"b"': {}}},
+            "f:spec": {"f:tolerations": {}, "f:containers": {'k:{"name":"c"}': {"f:args": {}}}}}  # fmt: skip
+    live["metadata"]["managedFields"] = [
+        {"manager": "kubectl-edit", "operation": "Update", "time": "2026-12-01T08:00:00Z", "fieldsV1": edit}
+    ]
+    drift = DriftEngine().resource(resource_key(live), desired, live)
+    by_path = {c.change.path: c.cls for c in drift.changes}
+    assert by_path["/spec/tolerations/1/key"] == by_path["/spec/containers/0/args/1"] == "human"
+    assert by_path["/metadata/finalizers/1"] == IGNORED  # Argo keeps it: Synced, never an alert
+    reordered = json.loads(json.dumps(desired))
+    reordered["spec"]["containers"] = [{"name": "z", "image": "z"}, *desired["spec"]["containers"]]
+    two = {
+        **desired,
+        "spec": {
+            **desired["spec"],
+            "containers": [*desired["spec"]["containers"], {"name": "z", "image": "z"}],
+        },
+    }
+    assert DriftEngine().resource(resource_key(two), two, reordered).status == "synced"  # order alone
+
+
+def test_gobwas_globs() -> None:
+    from driftguard.globs import match
+
+    assert match("{prod,stage}-*", "stage-eu") and not match("{prod,stage}-*", "dev-eu")
+    assert match("[!a]pp", "bpp") and not match("[!a]pp", "app") and match("*", "")
+    assert not match("a[", "a[")  # gobwas cannot compile it: matches nothing
