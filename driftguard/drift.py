@@ -1,6 +1,7 @@
 """Classify every difference between Git and the cluster, and attribute it.
 
-Decision table, applied to each field change that survives Argo CD's normalizations, in order
+Decision table, applied to each field change that survives Argo CD's normalizations and its
+three-way decision, in order
 (``owners`` are the live object's ``managedFields`` entries that own the changed path; ``add``
 means live has a field Git does not declare):
 
@@ -35,9 +36,11 @@ means live has a field Git does not declare):
 Whole resources: desired without live is ``missing``; live without desired is ``prune-candidate``.
 Alerting classes are ``human``, ``missing`` and ``prune-candidate``.
 
-Before diffing, Argo CD's normalizations are applied: ``status`` and server-set metadata are
-ignored, ``null`` in Git means "not set", Secret ``stringData`` is folded into ``data``, RBAC rule
-lists treat nil and empty alike, Endpoints subsets are compared sorted, resource quantities by value.
+The order of the decision follows Argo CD (docs/drift-engine.md lists each rule and its source):
+pair as the controller does (``pairs``), apply Argo's normalizations (driftguard/normalize.py) and
+ignoreDifferences, keep only the changes Argo's three-way merge would make (``_argo_modified``),
+and only then classify. A change Argo does not count gets a quiet class (``ignored``,
+``controller`` or ``admission-default``), so driftguard never alerts where Argo CD shows Synced.
 """
 
 from __future__ import annotations
