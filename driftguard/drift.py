@@ -33,8 +33,9 @@ means live has a field Git does not declare):
       otherwise                                      ``human``            unknown
 ====  =============================================  ===================  ===========================
 
-Whole resources: desired without live is ``missing``; live without desired is ``prune-candidate``.
-Alerting classes are ``human``, ``missing`` and ``prune-candidate``.
+Whole resources: desired without live is ``missing``; live without desired is ``prune-candidate``
+(unless a hook or ``IgnoreExtraneous``: ``ignored``). Alerting classes are ``human``, ``missing``
+and ``prune-candidate``.
 
 The order of the decision follows Argo CD (docs/drift-engine.md lists each rule and its source):
 pair as the controller does (``pairs``), apply Argo's normalizations (driftguard/normalize.py) and
@@ -259,14 +260,18 @@ class DriftEngine:
         have: dict[ResourceKey, dict[str, Any]] = {}
         for obj in live:
             have.setdefault(resource_key(obj, cluster_scoped=frozenset()), obj)
-        out: list[tuple[ResourceKey, dict[str, Any] | None, dict[str, Any] | None]] = []
-        for obj in desired:
+        # state.go NormalizeTargetObjects: one object per key, the last one wins (Argo warns
+        # RepeatedResourceWarning); a nameless object is keyed generateName + its position
+        targets: dict[ResourceKey, tuple[dict[str, Any], list[ResourceKey]]] = {}
+        for i, obj in enumerate(desired):
             if _ignored_object(obj) or _is_hook(obj):
                 continue  # reconcile.go splitHooks: hooks run, they are not compared
             group = group_of(str(obj.get("apiVersion", "")))
             kind = str(obj.get("kind", ""))
             meta = obj.get("metadata") or {}
-            name = str(meta.get("name") or meta.get("generateName") or "")
+            name = str(meta.get("name") or "")
+            if not name and meta.get("generateName"):
+                name = f"{meta['generateName']}{i}"
             ns = str(meta.get("namespace") or default_namespace)
             if (group, kind) in scoped:
                 candidates = [ResourceKey(group, kind, "", name)]
@@ -274,14 +279,18 @@ class DriftEngine:
                 candidates = [ResourceKey(group, kind, ns, name)]
             else:  # unknown scope: both, namespaced first (reconcile.go)
                 candidates = [ResourceKey(group, kind, ns, name), ResourceKey(group, kind, "", name)]
+            targets.pop(candidates[0], None)
+            targets[candidates[0]] = (obj, candidates)
+        out: list[tuple[ResourceKey, dict[str, Any] | None, dict[str, Any] | None]] = []
+        for first, (obj, candidates) in targets.items():
             found = next((k for k in candidates if k in have), None)
-            if found is None and not ns and (group, kind) not in scoped:
-                twins = [k for k in have if k[:2] == (group, kind) and k.name == name]
+            if found is None and not first.namespace and (first.group, first.kind) not in scoped:
+                twins = [k for k in have if k[:2] == first[:2] and k.name == first.name]
                 found = twins[0] if len(twins) == 1 else None
             if found is not None:
                 out.append((found, obj, have.pop(found)))
             else:
-                out.append((candidates[0], obj, None))
+                out.append((first, obj, None))
         out.extend((k, None, o) for k, o in have.items())
         return [self.resource(k, d, lv) for k, d, lv in sorted(out, key=lambda t: t[0])]
 

@@ -231,8 +231,10 @@ class SyncWindow:
         if raw.get("timeZone"):
             try:
                 tz = ZoneInfo(str(raw["timeZone"]))
-            except (ZoneInfoNotFoundError, ValueError) as exc:
-                raise InputError(f"{origin}: unknown time zone {raw['timeZone']!r}") from exc
+            except (ZoneInfoNotFoundError, ValueError):
+                # types.go scheduleOffsetByTimeZone/Validate: an unknown zone is UTC (with a warning)
+                tz = None
+                origin = f"{origin}, unknown timeZone {str(raw['timeZone'])[:64]!r} read as UTC"
         try:
             cron = Cron(str(raw.get("schedule", "")))
             duration = parse_duration(str(raw.get("duration", "")))

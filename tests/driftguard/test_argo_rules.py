@@ -274,3 +274,20 @@ def test_gobwas_globs() -> None:
     assert match("{prod,stage}-*", "stage-eu") and not match("{prod,stage}-*", "dev-eu")
     assert match("[!a]pp", "bpp") and not match("[!a]pp", "app") and match("*", "")
     assert not match("a[", "a[")  # gobwas cannot compile it: matches nothing
+
+
+def test_repeated_git_object_last_one_wins_and_generate_name_is_kept_apart() -> None:
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}}
+    first = {**role, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+    last = {**role, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["watch"]}]}
+    drifts = DriftEngine().pairs([first, last], [last])
+    assert [d.status for d in drifts] == ["synced"]  # state.go NormalizeTargetObjects keeps the last
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"generateName": "seed-"}}
+    keys = [d.key.name for d in DriftEngine().pairs([job, job], [], default_namespace="a")]
+    assert keys == ["seed-0", "seed-1"]
+
+
+def test_unknown_time_zone_is_utc_as_in_argo() -> None:
+    w = window(timeZone="Mars/Olympus")
+    assert w.tz is None and "read as UTC" in w.describe()
+    assert w.active(datetime(2026, 12, 1, 12, 30, tzinfo=UTC))
