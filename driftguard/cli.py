@@ -71,18 +71,23 @@ def run_diff(args: argparse.Namespace) -> list[ResourceDrift]:
     """Load the inputs named by ``args`` and run the engine."""
     rules = []
     namespace = ""
+    ssa = False
     if args.app is not None:
         docs = load_file(args.app)
         apps = [d.obj for d in docs if d.obj.get("kind") == "Application"]
         if len(apps) != 1:
             raise InputError(f"{args.app}: expected one Application, found {len(apps)}")
         rules += rules_from_application(apps[0])
-        namespace = str(((apps[0].get("spec") or {}).get("destination") or {}).get("namespace") or "")
+        spec = apps[0].get("spec") or {}
+        namespace = str((spec.get("destination") or {}).get("namespace") or "")
+        # controller/state.go: an app that syncs with ServerSideApply=true is compared that way
+        sync_options = (spec.get("syncPolicy") or {}).get("syncOptions") or []
+        ssa = isinstance(sync_options, list) and "ServerSideApply=true" in sync_options
     if args.argocd_cm is not None:
         rules += rules_from_argocd_cm(load_file(args.argocd_cm)[0].obj)
     if args.namespace is not None:
         namespace = args.namespace
-    engine = DriftEngine(IgnoreRules(rules))
+    engine = DriftEngine(IgnoreRules(rules), server_side_apply=ssa)
     try:
         if args.managed_resources is not None:
             return engine.managed_resources(_managed_items(args.managed_resources))

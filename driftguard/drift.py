@@ -105,6 +105,8 @@ _LAST_APPLIED = LAST_APPLIED
 _HOOK = "argocd.argoproj.io/hook"
 _HELM_HOOK = "helm.sh/hook"
 _COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+_SSA_MANAGER = "argocd-controller"  # argo-cd common/common.go ArgoCDSSAManager
 # gitops-engine pkg/sync/common/types.go NewHookType, hook/helm/type.go NewType, and argo-cd
 # controller/hook.go (PreDelete/PostDelete)
 _HOOK_TYPES = frozenset({"PreSync", "Sync", "PostSync", "SyncFail", "Skip", "PreDelete", "PostDelete"})
@@ -203,10 +205,14 @@ class DriftEngine:
         *,
         policy: Policy | None = None,
         redactor: Redactor | None = None,
+        server_side_apply: bool = False,
     ) -> None:
         self.rules = rules or IgnoreRules()
         self.policy = policy or Policy()
         self.redactor = redactor or Redactor()
+        self.server_side_apply = server_side_apply
+        """The Application syncs with ``ServerSideApply=true``: Argo CD compares the way
+        server-side apply merges (controller/state.go WithStructuredMergeDiff)."""
 
     # --- inputs ----------------------------------------------------------------------------------
 
@@ -349,14 +355,25 @@ class DriftEngine:
             changes = _split_added_maps(changes)
             trusted = self.rules.trusted_managers(key.group, key.kind, key.name, key.namespace)
             ctx = _Context(live_raw, self.policy)
+            # gitops-engine diff.go Diff: server-side apply's structured merge when the app or the
+            # object says ServerSideApply=true; the three-way merge on last-applied otherwise
+            ssa = self.server_side_apply or "ServerSideApply=true" in _csv(
+                _annotations(desired).get(_SYNC_OPTIONS)
+            )
             orig: Any = None
-            if not predicted and ctx.last_applied is not None and isinstance(ctx.last_applied, dict):
+            if not predicted and not ssa and isinstance(ctx.last_applied, dict):
                 orig = normalize(ctx.last_applied, key.group, key.kind, options=options, known_types=known)
                 if ignoring:
                     orig = self.rules.normalize(orig, rules)
             merge = key.group in BUILTIN_GROUPS
             for c in changes:
-                if predicted or _argo_modified(c, orig, merge=merge, group=key.group, kind=key.kind):
+                if predicted:
+                    modified = True
+                elif ssa:
+                    modified = _ssa_modified(c, ctx, merge=merge, kind=key.kind)
+                else:
+                    modified = _argo_modified(c, orig, merge=merge, group=key.group, kind=key.kind)
+                if modified:
                     out.append(self._classify(key, c, ctx, trusted))
                 else:
                     out.append(self._unmodified(key, c, ctx, trusted))
@@ -426,6 +443,11 @@ class DriftEngine:
             others = [o for o in owners if o.manager not in policy.argocd_managers]
             if not others:
                 actor = _newest(owners).actor
+                if change.op == "add" and all(o.operation == "Apply" for o in owners):
+                    # server-side apply owns only what Git applied: Git has dropped it since
+                    return Classified(
+                        key, change, PENDING_SYNC, actor, "removed from Git; Argo CD's apply will remove it"
+                    )
                 if change.op == "add":
                     return Classified(
                         key, change, ADMISSION_DEFAULT, actor, "not in Git; set when Argo CD applied it"
@@ -660,6 +682,25 @@ def _argo_modified(change: FieldChange, orig: Any, *, merge: bool, group: str = 
     if orig is None:
         return False
     return _lookup(orig, segs)[0]
+
+
+def _ssa_modified(change: FieldChange, ctx: _Context, *, merge: bool, kind: str) -> bool:
+    """Whether server-side apply of Git as Argo CD's manager would change this field
+    (gitops-engine diff.go structuredMergeDiff): Git's values are set; a field only the cluster
+    has is removed only when Argo CD's apply owned it and no other manager does; a list the
+    schema treats as atomic is replaced whole."""
+    segs = change.segments
+    if change.op == "replace" and change.reorder:
+        return not (merge and _merged_list(segs, len(segs), kind))
+    if change.op != "add":
+        return True
+    if any(
+        isinstance(seg, ListSeg) and not (merge and _merged_list(segs, i, kind)) for i, seg in enumerate(segs)
+    ):
+        return True
+    owners = ctx.owners(segs)
+    ours = [o for o in owners if o.manager == _SSA_MANAGER and o.operation == "Apply"]
+    return bool(ours) and len(ours) == len(owners)
 
 
 def _merged_list(segs: tuple[Segment, ...], i: int, kind: str) -> bool:

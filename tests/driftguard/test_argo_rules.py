@@ -291,3 +291,40 @@ def test_unknown_time_zone_is_utc_as_in_argo() -> None:
     w = window(timeZone="Mars/Olympus")
     assert w.tz is None and "read as UTC" in w.describe()
     assert w.active(datetime(2026, 12, 1, 12, 30, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("live", "config", "modified"),
+    [  # gitops-engine diff_test.go TestStructuredMergeDiff
+        ("smd-service-live.yaml", "smd-service-config.yaml", True),
+        ("smd-service-live.yaml", "smd-service-config-2-ports.yaml", True),  # removes Argo's own port
+        ("smd-service-live-with-type.yaml", "smd-service-config.yaml", True),  # removes Argo's own type
+        ("smd-service-live.yaml", "smd-service-config-ports.yaml", True),
+        ("smd-deploy-live.yaml", "smd-deploy-config.yaml", False),  # defaults are not changes
+    ],
+)
+def test_server_side_apply_compares_like_structured_merge(live: str, config: str, modified: bool) -> None:
+    import yaml
+
+    live_obj = yaml.safe_load((DATA / live).read_text())
+    config_obj = yaml.safe_load((DATA / config).read_text())
+    drift = DriftEngine().resource(resource_key(live_obj), config_obj, live_obj)
+    loud = [c for c in drift.changes if c.cls in {"human", "pending-sync", "missing", "prune-candidate"}]
+    assert bool(loud) == modified, [c.to_json() for c in drift.changes]
+
+
+def test_server_side_apply_removes_only_what_argo_applied() -> None:
+    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    live = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "managedFields": [
+        {"manager": "argocd-controller", "operation": "Apply", "time": "2026-12-01T08:00:00Z",
+         "fieldsV1": {"f:data": {"f:a": {}, "f:gone": {}}}},
+        {"manager": "kubectl-edit", "operation": "Update", "time": "2026-12-01T09:00:00Z",
+         "fieldsV1": {"f:data": {"f:extra": {}}}}]}, "data": {"a": "1", "gone": "2", "extra": "3"}}  # fmt: skip
+    by_path = {
+        c.change.path: c.cls
+        for c in DriftEngine(server_side_apply=True).resource(resource_key(live), desired, live).changes
+    }
+    assert by_path["/data/gone"] == "pending-sync"  # Argo applied it, Git dropped it: apply removes it
+    assert by_path["/data/extra"] == IGNORED  # another manager's field: apply leaves it, Synced
+    plain = {c.change.path: c.cls for c in DriftEngine().resource(resource_key(live), desired, live).changes}
+    assert plain["/data/gone"] not in ALERTING  # client-side three-way, no last-applied: kept
