@@ -333,6 +333,7 @@ class DriftEngine:
                 key, PRUNE_CANDIDATE, [Classified(key, whole, PRUNE_CANDIDATE, reason=reason)]
             )
         live_raw = live_raw or live
+        desired = _with_tracking(desired, live)
         options = self.rules.compare_options
         known = self.rules.known_types(key.group, key.kind)
         d = normalize(desired, key.group, key.kind, options=options, known_types=known)
@@ -716,6 +717,47 @@ def _merged_list(segs: tuple[Segment, ...], i: int, kind: str) -> bool:
     else:  # inside a list item: the item's struct sits under the list's field name
         parent = segs[j - 1] if j >= 1 and isinstance(segs[j - 1], str) else None
     return isinstance(parent, str) and (parent, name) in MERGE_LISTS
+
+
+_TRACKING_ID = "argocd.argoproj.io/tracking-id"  # common/common.go AnnotationKeyAppInstance
+_INSTALLATION_ID = "argocd.argoproj.io/installation-id"  # common/common.go AnnotationInstallationID
+_INSTANCE_LABEL = "app.kubernetes.io/instance"  # common/common.go LabelKeyAppInstance
+
+
+def _with_tracking(desired: dict[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """Git's object with the tracking metadata Argo CD puts on every target before it compares
+    (controller/state.go NormalizeTargetObjects -> util/argo/resource_tracking.go SetAppInstance).
+
+    A rendered manifest never carries it, so the live object's values stand in (they are what
+    Argo CD set for this app): the tracking-id and installation-id annotations, and the instance
+    label when the app tracks by label (no tracking-id) or the label names the tracking-id's app.
+    """
+    live_ann = _annotations(live)
+    meta = live.get("metadata")
+    live_labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    live_labels = live_labels if isinstance(live_labels, Mapping) else {}
+    add_ann = {k: live_ann[k] for k in (_TRACKING_ID, _INSTALLATION_ID) if isinstance(live_ann.get(k), str)}
+    add_labels: dict[str, Any] = {}
+    label = live_labels.get(_INSTANCE_LABEL)
+    if isinstance(label, str):
+        tracking = live_ann.get(_TRACKING_ID)
+        if not isinstance(tracking, str) or tracking.split(":", 1)[0][:63] == label:
+            add_labels[_INSTANCE_LABEL] = label
+    d_meta = desired.get("metadata")
+    if not (add_ann or add_labels) or not isinstance(d_meta, dict):
+        return desired
+    d_ann = d_meta.get("annotations") if isinstance(d_meta.get("annotations"), dict) else {}
+    d_labels = d_meta.get("labels") if isinstance(d_meta.get("labels"), dict) else {}
+    add_ann = {k: v for k, v in add_ann.items() if k not in (d_ann or {})}
+    add_labels = {k: v for k, v in add_labels.items() if k not in (d_labels or {})}
+    if not (add_ann or add_labels):
+        return desired
+    new_meta = dict(d_meta)
+    if add_ann:
+        new_meta["annotations"] = {**(d_ann or {}), **add_ann}
+    if add_labels:
+        new_meta["labels"] = {**(d_labels or {}), **add_labels}
+    return {**desired, "metadata": new_meta}
 
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -328,3 +328,22 @@ def test_server_side_apply_removes_only_what_argo_applied() -> None:
     assert by_path["/data/extra"] == IGNORED  # another manager's field: apply leaves it, Synced
     plain = {c.change.path: c.cls for c in DriftEngine().resource(resource_key(live), desired, live).changes}
     assert plain["/data/gone"] not in ALERTING  # client-side three-way, no last-applied: kept
+
+
+def test_tracking_metadata_argo_sets_on_targets_is_not_drift() -> None:
+    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    tracking = "shop:/ConfigMap:apps/c"
+    live = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "apps", "annotations": {"argocd.argoproj.io/tracking-id": tracking},
+                         "labels": {"app.kubernetes.io/instance": "shop"},
+                         "managedFields": [{"manager": "argocd-controller", "operation": "Apply", "time": "t",
+                                            "fieldsV1": {"f:metadata": {"f:annotations": {"f:argocd.argoproj.io/tracking-id": {}},
+                                                                        "f:labels": {"f:app.kubernetes.io/instance": {}}},
+                                                         "f:data": {"f:a": {}}}}]},
+            "data": {"a": "1"}}  # fmt: skip
+    desired["metadata"]["annotations"] = {"argocd.argoproj.io/sync-options": "ServerSideApply=true"}
+    live["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] = "ServerSideApply=true"
+    assert DriftEngine().resource(resource_key(live), desired, live).status == "synced"
+    live["metadata"]["labels"]["app.kubernetes.io/instance"] = "someone-else"  # not Argo's value
+    drift = DriftEngine().resource(resource_key(live), desired, live)
+    assert [c.change.path for c in drift.changes] == ["/metadata/labels/app.kubernetes.io~1instance"]
