@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from driftguard.errors import InputError
-from driftguard.k8s_fields import OMITEMPTY_ZERO
+from driftguard.k8s_fields import OMITEMPTY_ZERO, QUANTITIES
 from driftguard.windows import parse_duration
 
 __all__ = [
@@ -132,12 +132,20 @@ def _zero_type(value: Any) -> str | None:
 
 
 def _drop_zero(node: dict[str, Any], parent: str) -> None:
-    """Go's encoding/json under the k8s structs: a non-pointer ``omitempty`` zero is not written."""
+    """Go's encoding/json under the k8s structs: a non-pointer ``omitempty`` zero is not written,
+    and a ``resource.Quantity`` is written in its canonical form."""
     for key in list(node):
         value = node[key]
         zero = _zero_type(value)
+        shape = QUANTITIES.get((parent, key))
         if zero is not None and (parent, f"{key}:{zero}") in OMITEMPTY_ZERO:
             del node[key]
+        elif shape == "value" and isinstance(value, str | int | float) and not isinstance(value, bool):
+            node[key] = canonical_quantity(value)
+        elif shape == "map" and isinstance(value, dict):
+            for name, q in value.items():
+                if isinstance(q, str | int | float) and not isinstance(q, bool):
+                    value[name] = canonical_quantity(q)
         elif isinstance(value, dict):
             _drop_zero(value, key)
         elif isinstance(value, list):
@@ -250,29 +258,8 @@ def _retype(value: Any, type_name: str) -> Any:
     if type_name.startswith("core/v1/") and isinstance(value, dict):
         out = json.loads(json.dumps(value))
         _drop_zero(out, "@" + type_name.rsplit("/", 1)[1])
-        _canonical_quantities(out, ())
         return out
     return value
-
-
-def _canonical_quantities(node: Any, path: tuple[str, ...]) -> None:
-    """Quantities under resources limits/requests written the way resource.Quantity writes them."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if (
-                len(path) >= 1
-                and path[-1] == "resources"
-                and k in ("limits", "requests")
-                and isinstance(v, dict)
-            ):
-                for name, q in v.items():
-                    if isinstance(q, str | int | float) and not isinstance(q, bool):
-                        v[name] = canonical_quantity(q)
-            else:
-                _canonical_quantities(v, (*path, k))
-    elif isinstance(node, list):
-        for item in node:
-            _canonical_quantities(item, path)
 
 
 _DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}

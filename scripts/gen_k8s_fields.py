@@ -111,6 +111,19 @@ def main(paths: list[str]) -> int:
             for json_name, _p, sl, _mp, _typ, _o in expand(s):
                 if sl:
                     merge_verdict[(parent, json_name)].add(keyed.get(json_name))
+    quantity_verdict: dict[tuple[str, str], set[str | None]] = defaultdict(set)
+    for parent, names in under.items():
+        for s in names:
+            for json_name, _p, sl, mp, typ, _o in expand(s):
+                shape = None
+                if typ == "Quantity" and not sl:
+                    shape = "map" if mp else "value"
+                elif typ == "ResourceList" and not sl and not mp:
+                    shape = "map"
+                quantity_verdict[(parent, json_name)].add(shape)
+    quantities = sorted(
+        (k, next(iter(v))) for k, v in quantity_verdict.items() if len(v) == 1 and next(iter(v)) is not None
+    )
     merged = sorted(
         (k, next(iter(v))) for k, v in merge_verdict.items() if len(v) == 1 and next(iter(v)) is not None
     )
@@ -135,6 +148,12 @@ def main(paths: list[str]) -> int:
     print("MERGE_LISTS: dict[tuple[str, str], str] = {")
     for k, key in merged:
         print(f"    {k!r}: {key!r},")
+    print("}\n")
+    print('# (parent field, field) -> resource.Quantity fields: "value" (one quantity) or "map"')
+    print("# (a ResourceList); remarshal writes them in Quantity's canonical form.")
+    print("QUANTITIES: dict[tuple[str, str], str] = {")
+    for k, shape in quantities:
+        print(f"    {k!r}: {shape!r},")
     print("}")
     return 0
 

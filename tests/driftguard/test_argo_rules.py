@@ -347,3 +347,13 @@ def test_tracking_metadata_argo_sets_on_targets_is_not_drift() -> None:
     live["metadata"]["labels"]["app.kubernetes.io/instance"] = "someone-else"  # not Argo's value
     drift = DriftEngine().resource(resource_key(live), desired, live)
     assert [c.change.path for c in drift.changes] == ["/metadata/labels/app.kubernetes.io~1instance"]
+
+
+def test_builtin_quantities_compare_in_canonical_form() -> None:
+    desired = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+               "spec": {"hard": {"requests.cpu": "1000m", "requests.memory": "1024Mi", "pods": 10}}}  # fmt: skip
+    live = {**desired, "spec": {"hard": {"requests.cpu": "1", "requests.memory": "1Gi", "pods": "10"}}}
+    assert DriftEngine().resource(resource_key(live), desired, live).status == "synced"
+    live_more = {**desired, "spec": {"hard": {"requests.cpu": "2", "requests.memory": "1Gi", "pods": "10"}}}
+    drift = DriftEngine().resource(resource_key(live_more), desired, live_more)
+    assert [c.change.path for c in drift.alerting] == ["/spec/hard/requests.cpu"]
