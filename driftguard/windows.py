@@ -157,14 +157,10 @@ class Cron:
         return frozenset(out), star
 
     def matches(self, t: datetime) -> bool:
-        minute, hour, dom, month, dow = self.sets
+        minute, hour, _dom, month, _dow = self.sets
         if t.minute not in minute or t.hour not in hour or t.month not in month:
             return False
-        dom_ok = t.day in dom
-        dow_ok = (t.isoweekday() % 7) in dow
-        if self.dom_star or self.dow_star:  # robfig: a star in either field makes it AND
-            return dom_ok and dow_ok
-        return dom_ok or dow_ok
+        return self._day_matches(t)
 
     def fired_within(self, now: datetime, span: timedelta) -> datetime | None:
         """The latest firing strictly inside (now - span, now), or None: robfig's Next is exclusive
@@ -175,11 +171,28 @@ class Cron:
         t = now.replace(second=0, microsecond=0)
         if t >= now:
             t -= timedelta(minutes=1)
+        minute, hour, _dom, month, _dow = self.sets
         while t > earliest:
-            if self.matches(t):
+            # walk back a month, a day or an hour at a time where the fields cannot match
+            if t.month not in month:
+                t = t.replace(day=1, hour=23, minute=59) - timedelta(days=1)
+            elif not self._day_matches(t):
+                t = t.replace(hour=23, minute=59) - timedelta(days=1)
+            elif t.hour not in hour:
+                t = t.replace(minute=59) - timedelta(hours=1)
+            elif t.minute in minute:
                 return t
-            t -= timedelta(minutes=1)
+            else:
+                t -= timedelta(minutes=1)
         return None
+
+    def _day_matches(self, t: datetime) -> bool:
+        """robfig: a star in either day field makes the two an AND, else an OR."""
+        dom_ok = t.day in self.sets[2]
+        dow_ok = (t.isoweekday() % 7) in self.sets[4]
+        if self.dom_star or self.dow_star:
+            return dom_ok and dow_ok
+        return dom_ok or dow_ok
 
 
 def _num(text: str, names: dict[str, int], spec: str) -> int:
