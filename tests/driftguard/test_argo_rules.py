@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from driftguard.drift import ALERTING, IGNORED, PRUNE_CANDIDATE, DriftEngine
 from driftguard.errors import InputError
@@ -357,3 +359,41 @@ def test_builtin_quantities_compare_in_canonical_form() -> None:
     live_more = {**desired, "spec": {"hard": {"requests.cpu": "2", "requests.memory": "1Gi", "pods": "10"}}}
     drift = DriftEngine().resource(resource_key(live_more), desired, live_more)
     assert [c.change.path for c in drift.alerting] == ["/spec/hard/requests.cpu"]
+
+
+_SPECS = [
+    "0 22 * * *",
+    "*/15 9-17 * * 1-5",
+    "0 0 1 * *",
+    "30 2 * 2 *",
+    "0 12 13 * 5",
+    "5 4 * * sun",
+    "0 0 29 2 *",
+    "* 10 * * *",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    spec=st.sampled_from(_SPECS),
+    minutes=st.integers(min_value=0, max_value=60 * 24 * 800),
+    seconds=st.sampled_from([0, 0, 1, 30, 59]),
+    span=st.integers(min_value=0, max_value=60 * 24 * 3),
+)
+def test_window_search_agrees_with_a_minute_by_minute_walk(
+    spec: str, minutes: int, seconds: int, span: int
+) -> None:
+    from datetime import timedelta
+
+    from driftguard.windows import Cron
+
+    cron = Cron(spec)
+    now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes, seconds=seconds)
+    t = now.replace(second=0) - (timedelta(minutes=1) if seconds == 0 else timedelta(0))
+    expected = None
+    while t > now - timedelta(minutes=span):
+        if cron.matches(t):
+            expected = t
+            break
+        t -= timedelta(minutes=1)
+    assert cron.fired_within(now, timedelta(minutes=span)) == expected
