@@ -363,7 +363,9 @@ class DriftEngine:
             )
             orig: Any = None
             if not predicted and not ssa and isinstance(ctx.last_applied, dict):
-                orig = normalize(ctx.last_applied, key.group, key.kind, options=options, known_types=known)
+                orig = normalize(
+                    ctx.last_applied, key.group, key.kind, options=options, known_types=known, remarshal=False
+                )
                 if ignoring:
                     orig = self.rules.normalize(orig, rules)
             merge = key.group in BUILTIN_GROUPS

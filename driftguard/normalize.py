@@ -76,12 +76,17 @@ def normalize(
     *,
     options: CompareOptions,
     known_types: tuple[tuple[str, str], ...] = (),
+    remarshal: bool = True,
 ) -> dict[str, Any]:
-    """A normalized copy of ``obj`` (the input is never modified)."""
-    out: dict[str, Any] = json.loads(json.dumps(obj))  # remarshal: plain JSON types, a private copy
+    """A normalized copy of ``obj`` (the input is never modified).
+
+    ``remarshal=False`` for the last-applied configuration: diff.go ``Diff`` re-marshals Git and
+    the live object only, and runs ``Normalize`` alone on the original.
+    """
+    out: dict[str, Any] = json.loads(json.dumps(obj))  # plain JSON types, a private copy
     if options.ignores_status(group, kind):
         out.pop("status", None)
-    if group in BUILTIN_GROUPS:
+    if remarshal and group in BUILTIN_GROUPS:
         _drop_zero(out, "^" + kind)  # diff.go remarshal: omitempty zero values go
     strip_identity(out)
     if group == "" and kind == "Secret":

@@ -199,8 +199,9 @@ def _num(text: str, names: dict[str, int], spec: str) -> int:
     low = text.lower()
     if low in names:
         return names[low]
-    if text.isdigit():
-        return int(text)
+    digits = text[1:] if text.startswith("+") else text  # robfig uses strconv.Atoi
+    if digits.isdigit():
+        return int(digits)
     raise InputError(f"schedule {spec!r}: {text!r} is not a number")
 
 

@@ -397,3 +397,20 @@ def test_window_search_agrees_with_a_minute_by_minute_walk(
             break
         t -= timedelta(minutes=1)
     assert cron.fired_within(now, timedelta(minutes=span)) == expected
+
+
+def test_a_zero_git_sets_and_the_cluster_changed_counts_only_with_last_applied() -> None:
+    desired = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+               "spec": {"hostNetwork": False, "containers": [{"name": "c", "image": "i"}]}}  # fmt: skip
+    live = json.loads(json.dumps(desired))
+    live["spec"]["hostNetwork"] = True
+    # two-way (no last-applied): remarshal drops Git's false, the patch never deletes: Synced
+    assert not DriftEngine().resource(resource_key(live), desired, live).alerting
+    # three-way: last-applied (not re-marshalled) held the false, so the patch deletes the true
+    live["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(desired)
+    }
+    drift = DriftEngine().resource(resource_key(live), desired, live)
+    assert [c.change.path for c in drift.changes if c.cls in ("human", "pending-sync")] == [
+        "/spec/hostNetwork"
+    ]
