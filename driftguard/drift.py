@@ -346,7 +346,8 @@ class DriftEngine:
         changes = raw
         ignoring = any(r.json_pointers or r.jq_path_expressions for r in rules)
         if ignoring:
-            kept = diff_objects(self.rules.normalize(d, rules), self.rules.normalize(lv, rules))
+            d = self.rules.normalize(d, rules)
+            kept = diff_objects(d, self.rules.normalize(lv, rules))
             kept_paths = {c.stable_path for c in kept}
             for c in raw:
                 if c.stable_path not in kept_paths:
@@ -374,6 +375,8 @@ class DriftEngine:
                     modified = True
                 elif ssa:
                     modified = _ssa_modified(c, ctx, merge=merge, kind=key.kind)
+                elif not merge and c.op == "add" and _lookup(d, c.segments) == (True, None):
+                    modified = True  # a JSON merge patch deletes what Git sets to null
                 else:
                     modified = _argo_modified(c, orig, merge=merge, group=key.group, kind=key.kind)
                 if modified:

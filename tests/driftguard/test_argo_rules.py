@@ -414,3 +414,26 @@ def test_a_zero_git_sets_and_the_cluster_changed_counts_only_with_last_applied()
     assert [c.change.path for c in drift.changes if c.cls in ("human", "pending-sync")] == [
         "/spec/hostNetwork"
     ]
+
+
+def test_git_null_deletes_in_a_custom_resource_and_is_unset_in_a_builtin() -> None:
+    crd = {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "t"},
+        "spec": {"a": 1, "b": None},
+    }
+    live = {**crd, "spec": {"a": 1, "b": 2}}
+    edit = [
+        {"manager": "kubectl-edit", "operation": "Update", "time": "t", "fieldsV1": {"f:spec": {"f:b": {}}}}
+    ]
+    live["metadata"] = {"name": "t", "managedFields": edit}
+    assert [c.cls for c in DriftEngine().resource(resource_key(live), crd, live).changes] == ["human"]
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "labels": None},
+        "data": {"a": "1"},
+    }
+    live_cm = {**cm, "metadata": {"name": "c", "labels": {"x": "y"}, "managedFields": edit}}
+    assert not DriftEngine().resource(resource_key(live_cm), cm, live_cm).alerting
