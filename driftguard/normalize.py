@@ -83,7 +83,7 @@ def normalize(
     ``remarshal=False`` for the last-applied configuration: diff.go ``Diff`` re-marshals Git and
     the live object only, and runs ``Normalize`` alone on the original.
     """
-    out: dict[str, Any] = json.loads(json.dumps(obj))  # plain JSON types, a private copy
+    out: dict[str, Any] = json.loads(json.dumps(obj, default=str))  # plain JSON types, a private copy
     if options.ignores_status(group, kind):
         out.pop("status", None)
     if remarshal and group in BUILTIN_GROUPS:
