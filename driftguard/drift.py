@@ -56,7 +56,7 @@ from driftguard.diff import FieldChange, ListSeg, Segment, diff_objects, pointer
 from driftguard.ignore import IgnoreRules
 from driftguard.k8s_fields import MERGE_LISTS
 from driftguard.manifests import CLUSTER_SCOPED, ResourceKey, cluster_scoped_kinds, group_of, resource_key
-from driftguard.normalize import BUILTIN_GROUPS, LAST_APPLIED, normalize
+from driftguard.normalize import BUILTIN_GROUPS, LAST_APPLIED, normalize, remarshal_view
 from driftguard.redact import Redactor
 
 __all__ = [
@@ -338,6 +338,7 @@ class DriftEngine:
         known = self.rules.known_types(key.group, key.kind)
         d = normalize(desired, key.group, key.kind, options=options, known_types=known)
         lv = normalize(live, key.group, key.kind, options=options, known_types=known)
+        builtin = key.group in BUILTIN_GROUPS
         raw = diff_objects(d, lv)
         if not raw:
             return ResourceDrift(key, "synced")
@@ -355,6 +356,7 @@ class DriftEngine:
             changes = kept
         if changes:
             changes = _split_added_maps(changes)
+            changes = _remarshalled(changes, key.kind) if builtin else changes
             trusted = self.rules.trusted_managers(key.group, key.kind, key.name, key.namespace)
             ctx = _Context(live_raw, self.policy)
             # gitops-engine diff.go Diff: server-side apply's structured merge when the app or the
@@ -364,9 +366,8 @@ class DriftEngine:
             )
             orig: Any = None
             if not predicted and not ssa and isinstance(ctx.last_applied, dict):
-                orig = normalize(
-                    ctx.last_applied, key.group, key.kind, options=options, known_types=known, remarshal=False
-                )
+                # diff.go Diff: the original is normalized, never re-marshalled
+                orig = normalize(ctx.last_applied, key.group, key.kind, options=options, known_types=known)
                 if ignoring:
                     orig = self.rules.normalize(orig, rules)
             merge = key.group in BUILTIN_GROUPS
@@ -498,6 +499,19 @@ class DriftEngine:
         if change.op == "add":
             return Classified(key, change, ADMISSION_DEFAULT, None, "not in Git (two-way comparison)")
         return Classified(key, change, HUMAN, None, "differs from Git (no managedFields to attribute it)")
+
+
+def _remarshalled(changes: list[FieldChange], kind: str) -> list[FieldChange]:
+    """The differences left once gitops-engine's remarshal has run on both sides (built-in kinds)."""
+    out = []
+    for c in changes:
+        view = remarshal_view(c.segments, c.op, c.old, c.new, kind)
+        if view is None:
+            continue
+        if view[0] != c.op:
+            c = FieldChange(c.path, view[0], view[1], view[2], c.segments)
+        out.append(c)
+    return out
 
 
 def _split_added_maps(changes: list[FieldChange]) -> list[FieldChange]:
@@ -737,10 +751,19 @@ def _with_tracking(desired: dict[str, Any], live: Mapping[str, Any]) -> dict[str
     Argo CD set for this app): the tracking-id and installation-id annotations, and the instance
     label when the app tracks by label (no tracking-id) or the label names the tracking-id's app.
     """
-    live_ann = _annotations(live)
     meta = live.get("metadata")
-    live_labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    live_labels = live_labels if isinstance(live_labels, Mapping) else {}
+    if not isinstance(meta, dict):
+        return desired
+    live_ann = meta.get("annotations")
+    live_ann = live_ann if isinstance(live_ann, dict) else {}
+    live_labels = meta.get("labels")
+    live_labels = live_labels if isinstance(live_labels, dict) else {}
+    if (
+        _TRACKING_ID not in live_ann
+        and _INSTALLATION_ID not in live_ann
+        and _INSTANCE_LABEL not in live_labels
+    ):
+        return desired  # the common case on the --desired/--live path of a plain cluster
     add_ann = {k: live_ann[k] for k in (_TRACKING_ID, _INSTALLATION_ID) if isinstance(live_ann.get(k), str)}
     add_labels: dict[str, Any] = {}
     label = live_labels.get(_INSTANCE_LABEL)
@@ -767,8 +790,8 @@ def _with_tracking(desired: dict[str, Any], live: Mapping[str, Any]) -> dict[str
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return ann if isinstance(ann, Mapping) else {}
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    return ann if isinstance(ann, dict) else {}
 
 
 def _csv(value: Any) -> list[str]:

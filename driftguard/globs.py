@@ -14,11 +14,15 @@ from functools import lru_cache
 
 __all__ = ["match"]
 
+_SPECIAL = frozenset("*?[]{}\\")
+
 
 def match(pattern: str, value: str) -> bool:
     """Whether ``value`` matches the gobwas glob ``pattern``."""
     if pattern == "*":
         return True
+    if not _SPECIAL.intersection(pattern):
+        return pattern == value  # a literal: gobwas compiles it to a plain comparison
     compiled = _compile(pattern)
     return compiled is not None and compiled.fullmatch(value) is not None
 

@@ -24,6 +24,7 @@ __all__ = [
     "canonical_duration",
     "canonical_quantity",
     "normalize",
+    "remarshal_view",
     "strip_identity",
 ]
 
@@ -31,6 +32,10 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # Set by the API server, never by Git: not part of what Argo CD's patch would change.
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
 _RULE_LISTS = ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")
+# field names that can be touched at all, so that most differences are passed over at once
+_ZERO_KEYS = frozenset(f.split(":", 1)[0] for _, f in OMITEMPTY_ZERO)
+_QUANTITY_KEYS = frozenset(k for _, k in QUANTITIES)
+_QUANTITY_MAPS = frozenset(k for (_, k), shape in QUANTITIES.items() if shape == "map")
 
 # Groups whose kinds client-go's scheme knows, i.e. that gitops-engine's remarshal re-encodes
 # through their Go structs (driftguard/k8s_fields.py is generated from these groups' types.go).
@@ -76,32 +81,99 @@ def normalize(
     *,
     options: CompareOptions,
     known_types: tuple[tuple[str, str], ...] = (),
-    remarshal: bool = True,
 ) -> dict[str, Any]:
-    """A normalized copy of ``obj`` (the input is never modified).
+    """A normalized copy of ``obj``; parts it does not change are shared, never modified.
 
-    ``remarshal=False`` for the last-applied configuration: diff.go ``Diff`` re-marshals Git and
-    the live object only, and runs ``Normalize`` alone on the original.
+    gitops-engine diff.go ``Normalize`` and the ignore/knownTypes normalizers. The remarshal of
+    built-in kinds is applied to the differences instead (``remarshal_view``), which is the same
+    answer for far less work: it only ever removes zeros and rewrites quantities.
     """
-    out: dict[str, Any] = json.loads(json.dumps(obj, default=str))  # plain JSON types, a private copy
+    out = dict(obj)
     if options.ignores_status(group, kind):
         out.pop("status", None)
-    if remarshal and group in BUILTIN_GROUPS:
-        _drop_zero(out, "^" + kind)  # diff.go remarshal: omitempty zero values go
-    strip_identity(out)
+    if isinstance(out.get("metadata"), dict):
+        out["metadata"] = dict(out["metadata"])
+        strip_identity(out)
     if group == "" and kind == "Secret":
         _secret(out)
     elif group == "rbac.authorization.k8s.io" and kind in ("Role", "ClusterRole"):
         _role(out, options)
     elif group == "" and kind == "Endpoints":
         _endpoints(out)
-    for path, type_name in known_types:
-        _known_type(out, path.split("."), type_name)
+    if known_types:
+        for top in {path.split(".", 1)[0] for path, _ in known_types}:
+            if top in out and top != "metadata":
+                out[top] = json.loads(json.dumps(out[top], default=str))  # rewritten in place below
+        for path, type_name in known_types:
+            _known_type(out, path.split("."), type_name)
     return out
 
 
+def remarshal_view(
+    segments: tuple[Any, ...], op: str, old: Any, new: Any, kind: str
+) -> tuple[str, Any, Any] | None:
+    """A difference of a built-in object as it looks once gitops-engine's remarshal (diff.go) has
+    run on both sides: None when it vanishes, else its (op, old, new).
+
+    Go writes no ``omitempty`` zero of a non-pointer field (so a zero on one side is the field
+    being absent) and writes every ``resource.Quantity`` canonically (k8s_fields.py, generated
+    from k8s.io/api).
+    """
+    unchanged = (op, old, new)
+    if not segments or not isinstance(segments[-1], str):
+        return unchanged
+    key = segments[-1]
+    zero_key = key in _ZERO_KEYS
+    old_zero = _zero_type(old) if zero_key and op != "add" else None
+    new_zero = _zero_type(new) if zero_key and op != "remove" else None
+    scalars = (
+        op == "replace"
+        and (key in _QUANTITY_KEYS or (len(segments) >= 2 and segments[-2] in _QUANTITY_MAPS))
+        and isinstance(old, str | int | float)
+        and isinstance(new, str | int | float)
+        and not isinstance(old, bool)
+        and not isinstance(new, bool)
+    )
+    if old_zero is None and new_zero is None and not scalars:
+        return unchanged  # the common case: nothing remarshal could touch
+    parent = _parent_name(segments, len(segments) - 1, kind)
+    if parent is None:
+        return unchanged
+    old_dropped = old_zero is not None and (parent, f"{key}:{old_zero}") in OMITEMPTY_ZERO
+    new_dropped = new_zero is not None and (parent, f"{key}:{new_zero}") in OMITEMPTY_ZERO
+    if op == "add":
+        return None if new_dropped else unchanged
+    if op == "remove":
+        return None if old_dropped else unchanged
+    if op != "replace":
+        return unchanged
+    if old_dropped:
+        return None if new_dropped else ("add", None, new)
+    if new_dropped:
+        return ("remove", old, None)
+    if scalars:
+        shape = QUANTITIES.get((parent, key))
+        if shape is None and len(segments) >= 2 and isinstance(segments[-2], str):
+            grand = _parent_name(segments, len(segments) - 2, kind)
+            shape = "entry" if grand is not None and QUANTITIES.get((grand, segments[-2])) == "map" else None
+        if shape in ("value", "entry") and canonical_quantity(old) == canonical_quantity(new):
+            return None
+    return unchanged
+
+
+def _parent_name(segments: tuple[Any, ...], i: int, kind: str) -> str | None:
+    """The field name the struct holding ``segments[i]`` sits under ("^Kind" at the top)."""
+    j = i - 1
+    if j < 0:
+        return "^" + kind
+    if isinstance(segments[j], str):
+        return str(segments[j])
+    return str(segments[j - 1]) if j >= 1 and isinstance(segments[j - 1], str) else None
+
+
 def strip_identity(obj: dict[str, Any]) -> None:
-    """Metadata Argo CD's three-way patch never changes, removed in place.
+    """Metadata Argo CD's three-way patch never changes, removed (``obj["metadata"]`` is the
+    caller's own copy).
 
     diff.go ThreeWayDiff/removeNamespaceAnnotation: ``metadata.namespace`` and an empty
     annotations map go (the namespace is identity: it decides pairing, not the diff);
@@ -114,8 +186,8 @@ def strip_identity(obj: dict[str, Any]) -> None:
     for k in (*SERVER_METADATA, "namespace"):
         meta.pop(k, None)
     ann = meta.get("annotations")
-    if isinstance(ann, dict):
-        ann.pop(LAST_APPLIED, None)
+    if isinstance(ann, dict) and LAST_APPLIED in ann:
+        ann = meta["annotations"] = {k: v for k, v in ann.items() if k != LAST_APPLIED}
     if (ann is None and "annotations" in meta) or (isinstance(ann, dict) and not ann):
         del meta["annotations"]
     if "labels" in meta and meta["labels"] is None:
@@ -170,7 +242,8 @@ def _secret(obj: dict[str, Any]) -> None:
         obj["data"] = data
         del obj["stringData"]
     data = obj.get("data")
-    if isinstance(data, dict):
+    if isinstance(data, dict) and any(v is None for v in data.values()):
+        data = obj["data"] = dict(data)
         for k, v in data.items():
             if v is None:  # argo-cd#943: nil and empty are the same secret value
                 data[k] = ""
