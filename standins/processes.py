@@ -60,7 +60,7 @@ def start_gunicorn(
         try:
             if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 return proc
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not accepting yet, or a worker still booting
             time.sleep(0.1)
     stop(proc)
     raise RuntimeError(f"{app} did not start; its log:\n{log.read_text()[-3000:]}")
