@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+MY_PYTHON = os.fsencode(sys.executable)
 
 
 def gunicorns() -> set[int]:
@@ -19,7 +20,8 @@ def gunicorns() -> set[int]:
                 cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
             except OSError:
                 continue
-            if b"gunicorn" in cmdline and b"create_app" in cmdline:
+            # only this checkout's (its python): other checkouts on the machine run their own tests
+            if b"gunicorn" in cmdline and b"create_app" in cmdline and MY_PYTHON in cmdline:
                 found.add(int(proc.name))
     return found
 
