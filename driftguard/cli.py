@@ -1,7 +1,11 @@
 """``driftguard diff``: the drift engine on two manifests or a saved Argo CD managed-resources answer.
 
     driftguard diff (--desired FILE --live FILE | --managed-resources FILE)
-                    [--app FILE] [--argocd-cm FILE] [--format text|json]
+                    [--namespace NS] [--app FILE] [--argocd-cm FILE] [--format text|json]
+
+``--desired/--live`` pairs objects the way Argo CD's controller does: a namespaced object without a
+namespace in Git takes the destination namespace (``--namespace``, else the ``--app``'s
+``spec.destination.namespace``), a cluster-scoped one loses any namespace Git gave it.
 
 Exit status: 0 no alerting drift, 1 alerting drift (human, missing, prune-candidate), 2 bad input.
 """
@@ -29,7 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--managed-resources", type=Path, help="a saved Argo CD managed-resources answer (JSON)")
     diff.add_argument("--live", type=Path, help="manifests as the cluster holds them (with --desired)")
     diff.add_argument(
-        "--app", type=Path, help="the Argo CD Application manifest (its ignoreDifferences apply)"
+        "--namespace",
+        help="the destination namespace for Git objects without one (default: the --app's destination)",
+    )
+    diff.add_argument(
+        "--app",
+        type=Path,
+        help="the Argo CD Application manifest (its ignoreDifferences apply; its destination namespace pairs objects)",
     )
     diff.add_argument(
         "--argocd-cm", type=Path, help="the argocd-cm ConfigMap (system-level ignoreDifferences)"
@@ -61,16 +71,23 @@ def run_diff(args: argparse.Namespace) -> list[ResourceDrift]:
     """Load the inputs named by ``args`` and run the engine."""
     rules = []
     namespace = ""
+    ssa = False
     if args.app is not None:
         docs = load_file(args.app)
         apps = [d.obj for d in docs if d.obj.get("kind") == "Application"]
         if len(apps) != 1:
             raise InputError(f"{args.app}: expected one Application, found {len(apps)}")
         rules += rules_from_application(apps[0])
-        namespace = str(((apps[0].get("spec") or {}).get("destination") or {}).get("namespace") or "")
+        spec = apps[0].get("spec") or {}
+        namespace = str((spec.get("destination") or {}).get("namespace") or "")
+        # controller/state.go: an app that syncs with ServerSideApply=true is compared that way
+        sync_options = (spec.get("syncPolicy") or {}).get("syncOptions") or []
+        ssa = isinstance(sync_options, list) and "ServerSideApply=true" in sync_options
     if args.argocd_cm is not None:
         rules += rules_from_argocd_cm(load_file(args.argocd_cm)[0].obj)
-    engine = DriftEngine(IgnoreRules(rules))
+    if args.namespace is not None:
+        namespace = args.namespace
+    engine = DriftEngine(IgnoreRules(rules), server_side_apply=ssa)
     try:
         if args.managed_resources is not None:
             return engine.managed_resources(_managed_items(args.managed_resources))

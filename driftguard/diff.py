@@ -75,6 +75,8 @@ class FieldChange:
     old: Any
     new: Any
     segments: tuple[Segment, ...] = field(default=(), compare=False, repr=False)
+    reorder: bool = field(default=False, compare=False, repr=False)
+    """The change is a keyed list's order alone (``old``/``new`` are the keys in order)."""
 
     @property
     def stable_path(self) -> tuple[Hashable, ...]:
@@ -235,7 +237,12 @@ def _keyed(
         if changes is not None:
             changes.append(
                 FieldChange(
-                    pointer(segs), "replace", _names(matched_in_old_order), _names(matched_in_new_order), segs
+                    pointer(segs),
+                    "replace",
+                    _names(matched_in_old_order),
+                    _names(matched_in_new_order),
+                    segs,
+                    reorder=True,
                 )
             )
         if ops is not None:

@@ -3,18 +3,24 @@
 Rules come from an Application's ``spec.ignoreDifferences[]`` and from argocd-cm
 (``resource.customizations.ignoreDifferences.<group>_<Kind>``, ``...ignoreDifferences.all``, and
 the older ``resource.customizations`` block). A rule matches a resource when its group and kind
-glob-match (``*`` spans dots, as Argo CD's glob does) and its name and namespace, when set, are
+glob-match (gobwas globs as Argo CD's util/glob: ``*`` spans dots, ``{a,b}`` alternatives) and its name and namespace, when set, are
 equal. ``jsonPointers`` are removed from both sides (a pointer to a missing path is skipped, not an
 error); ``jqPathExpressions`` run as ``del(<expr>)`` in a real jq with a timeout (Argo CD's default
 1 s), a failing or slow expression is skipped as Argo CD skips it; then empty objects and arrays
 are dropped. ``managedFieldsManagers`` are returned for the drift classifier: fields those
 managers own are not drift.
+
+argocd-cm carries two more things the comparison needs, returned as rules that ignore nothing
+(``purpose`` "config") so that one list still describes everything in force:
+``resource.customizations.knownTypeFields.<group>_<Kind>`` (and ``knownTypeFields`` in the older
+block; argo-cd util/argo/normalizers/knowntypes_normalizer.go, with its built-in argoproj.io/Rollout
+``spec.template.spec`` PodSpec) and ``resource.compareoptions`` (util/settings/settings.go:
+``ignoreAggregatedRoles``, ``ignoreResourceStatusField``).
 """
 
 from __future__ import annotations
 
 import copy
-import fnmatch
 import multiprocessing
 import threading
 from collections.abc import Mapping
@@ -25,12 +31,18 @@ from typing import Any
 
 import yaml
 
+from driftguard import globs
 from driftguard.diff import unescape
 from driftguard.errors import InputError
+from driftguard.normalize import CompareOptions
 
 __all__ = ["IgnoreRule", "IgnoreRules", "JqRunner", "rules_from_application", "rules_from_argocd_cm"]
 
 CM_PREFIX = "resource.customizations.ignoreDifferences."
+KNOWN_TYPES_PREFIX = "resource.customizations.knownTypeFields."
+COMPARE_OPTIONS = "resource.compareoptions"
+# knowntypes_normalizer.go ensureDefaultCRDsConfigured: unless argocd-cm says otherwise
+DEFAULT_KNOWN_TYPES = {("argoproj.io", "Rollout"): (("spec.template.spec", "core/v1/PodSpec"),)}
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,15 @@ class IgnoreRule:
     jq_path_expressions: tuple[str, ...] = ()
     managed_fields_managers: tuple[str, ...] = ()
     origin: str = "application"
+    known_type_fields: tuple[tuple[str, str], ...] = ()
+    """argocd-cm knownTypeFields: (field path, Kubernetes type) pairs for this group/kind."""
+    compare_options: CompareOptions | None = None
+    """argocd-cm resource.compareoptions, carried by a rule that matches nothing."""
+
+    @property
+    def purpose(self) -> str:
+        """ "ignore" for an ignoreDifferences entry, "config" for knownTypeFields/compareoptions."""
+        return "config" if self.known_type_fields or self.compare_options is not None else "ignore"
 
     def matches(self, group: str, kind: str, name: str, namespace: str) -> bool:
         """Argo CD's matching: glob on group and kind, exact name/namespace when set."""
@@ -86,11 +107,8 @@ class IgnoreRule:
 
 
 def _glob(pattern: str, value: str) -> bool:
-    if pattern == value:
-        return True
-    if not any(ch in pattern for ch in "*?["):
-        return False
-    return fnmatch.fnmatchcase(value, pattern)
+    # util/argo/diff/ignore.go and normalizers/diff_normalizer.go: glob.Match (gobwas, no separators)
+    return globs.match(pattern, value)
 
 
 def rules_from_application(app: Mapping[str, Any]) -> list[IgnoreRule]:
@@ -112,18 +130,56 @@ def rules_from_argocd_cm(data: Mapping[str, Any]) -> list[IgnoreRule]:
         data = data["data"]
     rules: list[IgnoreRule] = []
     for key, value in sorted(data.items()):
-        if key.startswith(CM_PREFIX):
+        if key == COMPARE_OPTIONS:
+            rules.append(_compare_options(value))
+        elif key.startswith(KNOWN_TYPES_PREFIX):
+            group, kind = _split_group_kind(key[len(KNOWN_TYPES_PREFIX) :], "_")
+            rules.append(_known_types(value, group, kind, origin=f"argocd-cm {key}"))
+        elif key.startswith(CM_PREFIX):
             suffix = key[len(CM_PREFIX) :]
             group, kind = ("*", "*") if suffix == "all" else _split_group_kind(suffix, "_")
             rules.append(_rule_from_yaml(value, group, kind, origin=f"argocd-cm {key}"))
         elif key == "resource.customizations":
             blob = _yaml(value, "argocd-cm resource.customizations")
             for gk, override in (blob or {}).items():
+                group, kind = _split_group_kind(str(gk), "/")
+                origin = f"argocd-cm resource.customizations {gk}"
                 if isinstance(override, Mapping) and "ignoreDifferences" in override:
-                    group, kind = _split_group_kind(str(gk), "/")
-                    origin = f"argocd-cm resource.customizations {gk}"
                     rules.append(_rule_from_yaml(override["ignoreDifferences"], group, kind, origin=origin))
+                if isinstance(override, Mapping) and override.get("knownTypeFields"):
+                    rules.append(_known_types(override["knownTypeFields"], group, kind, origin=origin))
     return rules
+
+
+def _compare_options(value: Any) -> IgnoreRule:
+    origin = f"argocd-cm {COMPARE_OPTIONS}"
+    raw = _yaml(value, origin) or {}
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{origin}: must be a mapping")
+    status = raw.get("ignoreResourceStatusField", "all")
+    # YAML reads an unquoted off/false as a boolean; settings.go accepts both spellings
+    status = "none" if status is False else str(status or "all")
+    return IgnoreRule(
+        group="*",
+        kind="*",
+        origin=origin,
+        compare_options=CompareOptions(
+            ignore_aggregated_roles=bool(raw.get("ignoreAggregatedRoles", False)),
+            ignore_resource_status_field=status,
+        ),
+    )
+
+
+def _known_types(value: Any, group: str, kind: str, *, origin: str) -> IgnoreRule:
+    raw = _yaml(value, origin) or []
+    if not isinstance(raw, list):
+        raise InputError(f"{origin}: knownTypeFields must be a list of {{field, type}}")
+    fields = []
+    for item in raw:
+        if not isinstance(item, Mapping) or not isinstance(item.get("field"), str):
+            raise InputError(f"{origin}: each knownTypeFields entry needs a field and a type")
+        fields.append((item["field"], str(item.get("type") or "")))
+    return IgnoreRule(group=group, kind=kind, origin=origin, known_type_fields=tuple(fields))
 
 
 def _split_group_kind(text: str, sep: str) -> tuple[str, str]:
@@ -231,7 +287,21 @@ class IgnoreRules:
                     ) from exc
 
     def matching(self, group: str, kind: str, name: str, namespace: str) -> list[IgnoreRule]:
-        return [r for r in self.rules if r.matches(group, kind, name, namespace)]
+        """The ignoreDifferences rules for this resource (config-only rules are not among them)."""
+        return [r for r in self.rules if r.purpose == "ignore" and r.matches(group, kind, name, namespace)]
+
+    @property
+    def compare_options(self) -> CompareOptions:
+        """argocd-cm resource.compareoptions in force (the last one given), else Argo's defaults."""
+        found = [r.compare_options for r in self.rules if r.compare_options is not None]
+        return found[-1] if found else CompareOptions()
+
+    def known_types(self, group: str, kind: str) -> tuple[tuple[str, str], ...]:
+        """knownTypeFields for this group/kind (exact match, as Argo keys them by GroupKind)."""
+        mine = [r for r in self.rules if r.known_type_fields and r.group == group and r.kind == kind]
+        if not mine:
+            return DEFAULT_KNOWN_TYPES.get((group, kind), ())
+        return tuple(f for r in mine for f in r.known_type_fields)
 
     def trusted_managers(self, group: str, kind: str, name: str, namespace: str) -> dict[str, str]:
         """managedFieldsManagers that apply to this resource -> the rule origin that named them."""

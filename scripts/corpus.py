@@ -8,7 +8,8 @@ read them: this target does.
 
 What it runs, each printing HOLDS/SHORT per case:
   reference   tests/reference/* are unmodified copies of ../shared/reference/*
-  argo-cases  ../shared/corpus/argo-cases/run.py (diff, ignore rules, sync windows, CMP)
+  argo-cases  scripts/argo_cases.py (the project's copy of ../shared/corpus/argo-cases/run.py) over
+              ../shared/corpus/argo-cases (diff, ignore rules, sync windows, CMP)
   charts      ../shared/corpus/run_charts.py --runs 1: object parity of `driftguard-cmp generate`
               with bare helm / kustomize (timings are noise on a shared CI machine: the speed
               figures come from `make bench`, never from here)
@@ -185,7 +186,7 @@ def main() -> int:
         check_reference(args.shared),
         run_suite(
             "argo-cases",
-            [sys.executable, str(corpus / "argo-cases" / "run.py"), str(corpus / "argo-cases")],
+            [sys.executable, str(ROOT / "scripts" / "argo_cases.py"), str(corpus / "argo-cases")],
             env,
         ),
         run_suite(

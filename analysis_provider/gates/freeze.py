@@ -1,19 +1,30 @@
-"""freeze: fail inside a deny window of the app's AppProject syncWindows, or one from our config."""
+"""freeze: fail inside a deny window of the app's AppProject syncWindows, or one from our config.
+
+Argo CD's ``CanSync`` (pkg/apis/application/v1alpha1/types.go) answers differently for a manual
+sync (``manualSync: true`` windows let it through), so the gate takes ``manualSync=true|false``
+(default false: a canary step is gated like an automated sync, the stricter answer).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict, a_string, an_object
-from driftguard.errors import UpstreamUnavailable
+from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, Arg, GateContext, Verdict, a_string, an_object
+from driftguard.errors import InputError, UpstreamUnavailable
 from driftguard.windows import SyncWindow, frozen
 
 __all__ = ["FreezeGate"]
 
 
+def _bool(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise InputError(f"manualSync {value!r} must be true or false")
+    return value.lower() == "true"
+
+
 class FreezeGate:
     name = "freeze"
-    args = APP_ARGS
+    args: ClassVar[dict[str, Arg]] = {**APP_ARGS, "manualSync": Arg(_bool, default="false")}
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         app = ctx.application(args["app"], args["appNamespace"])
@@ -30,12 +41,17 @@ class FreezeGate:
         ]
         windows += ctx.windows
         now = ctx.now()
-        cluster = a_string(dest.get("name"), "spec.destination.name") or a_string(
-            dest.get("server"), "spec.destination.server"
+        manual = bool(args.get("manualSync", False))
+        reasons = frozen(
+            windows,
+            app=args["app"],
+            namespace=a_string(dest.get("namespace"), "spec.destination.namespace"),
+            cluster=a_string(dest.get("name"), "spec.destination.name"),
+            server=a_string(dest.get("server"), "spec.destination.server"),
+            now=now,
+            manual=manual,
         )
-        target_namespace = a_string(dest.get("namespace"), "spec.destination.namespace")
-        reasons = frozen(windows, app=args["app"], namespace=target_namespace, cluster=cluster, now=now)
-        observed = {"windows": len(windows), "now": now.isoformat(timespec="seconds")}
+        observed = {"windows": len(windows), "now": now.isoformat(timespec="seconds"), "manualSync": manual}
         if reasons:
             return Verdict(self.name, FAIL, reasons, observed)
         return Verdict(

@@ -138,13 +138,18 @@ def test_row2_slice_status_annotation_by_gpu_operator() -> None:
         }
     )
     plain = analyse(desired, live)
-    assert any(c.cls == HUMAN and c.actor and c.actor.manager == "gpu-slicer" for c in plain.values())
+    # Git does not declare the annotation: Argo CD's three-way patch leaves it, the app stays
+    # Synced, so an unknown writer is attributed but never alerted on (issue 17)
+    slice_status = plain["/metadata/annotations/gpu.infra~1slice-status"]
+    assert slice_status.cls == IGNORED and slice_status.actor and slice_status.actor.manager == "gpu-slicer"
+    assert "Argo CD does not compare it" in slice_status.reason
     as_controller = analyse(
         desired,
         live,
         DriftEngine(policy=Policy(controllers=frozenset({"gpu-slicer", "kube-controller-manager"}))),
     )
     assert not [c for c in as_controller.values() if c.cls == HUMAN]
+    assert as_controller["/metadata/annotations/gpu.infra~1slice-status"].cls == CONTROLLER
 
 
 # --- rows 4 and 5: Argo CD owns the value -----------------------------------------------------------
