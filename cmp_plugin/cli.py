@@ -119,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dif.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     dif.set_defaults(func=cmd_diff)
+    img = sub.add_parser(
+        "set-image",
+        help="set an image's newName/newTag/digest in a kustomization's images:, keeping comments and layout",
+    )
+    img.add_argument("spec", metavar="NAME=IMAGE:TAG", help="also NAME=IMAGE@DIGEST, NAME:TAG, NAME@DIGEST")
+    img.add_argument("--path", type=Path, required=True, help="the kustomization's directory")
+    img.set_defaults(func=cmd_set_image)
     py = sub.add_parser(
         "plugin-yaml", help="print the ConfigManagementPlugin config generated from the parameter table"
     )
@@ -222,6 +229,17 @@ def cmd_diff(args: argparse.Namespace) -> int:
             f"driftguard: refused by diff: destructive changes in {', '.join(blocked)} (--fail-on-removal)\n"
         )
         return 1
+    return 0
+
+
+def cmd_set_image(args: argparse.Namespace) -> int:
+    from cmp_plugin.set_image import parse_spec, set_image
+
+    file, changes = set_image(args.path, parse_spec(args.spec))
+    for change in changes:
+        print(f"driftguard: {file}: {change}")
+    if not changes:
+        print(f"driftguard: {file}: {args.spec} is already set; nothing changed")
     return 0
 
 
