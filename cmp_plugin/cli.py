@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     img.add_argument("spec", metavar="NAME=IMAGE:TAG", help="also NAME=IMAGE@DIGEST, NAME:TAG, NAME@DIGEST")
     img.add_argument("--path", type=Path, required=True, help="the kustomization's directory")
     img.set_defaults(func=cmd_set_image)
+    hook = sub.add_parser(
+        "hook", help="pre-commit hooks: stray | gitignore | render (see .pre-commit-hooks.yaml)"
+    )
+    hook.add_argument("hook_args", nargs=argparse.REMAINDER, metavar="HOOK [FILES...]")
+    hook.set_defaults(func=cmd_hook)
     py = sub.add_parser(
         "plugin-yaml", help="print the ConfigManagementPlugin config generated from the parameter table"
     )
@@ -241,6 +246,12 @@ def cmd_set_image(args: argparse.Namespace) -> int:
     if not changes:
         print(f"driftguard: {file}: {args.spec} is already set; nothing changed")
     return 0
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from cmp_plugin.hooks import main as hook_main
+
+    return hook_main(list(args.hook_args))
 
 
 def cmd_plugin_yaml(args: argparse.Namespace) -> int:
