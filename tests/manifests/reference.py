@@ -21,7 +21,8 @@ def reference_docs(name: str) -> list[dict[str, Any]]:
         raise FileNotFoundError(
             f"{path} is missing: tests/reference/SOURCES.md says where each reference file comes from"
         )
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are megabytes of YAML
+    return [d for d in yaml.load_all(path.read_text(), Loader=loader) if d]
 
 
 def install_object(kind: str, name: str) -> dict[str, Any]:
