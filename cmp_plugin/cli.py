@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +37,23 @@ EXIT_ERROR = 2
 
 def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    started = time.monotonic()
     try:
         if argv == ["generate"]:
             # Argo CD's hot path: no argparse, the tool starts as early as possible
-            return cmd_generate(None, early=early)
+            return cmd_generate(None, early=early, started=started)
         args = build_parser().parse_args(argv)
         return int(args.func(args))
     except (DriftguardError, OSError) as exc:
         sys.stderr.write(format_failure(exc))
+        if argv == ["generate"]:
+            from cmp_plugin import render_log
+
+            refused = isinstance(exc, GuardRefusal)
+            guard = exc.guard if isinstance(exc, GuardRefusal) else ""
+            render_log.record(
+                os.environ, started=started, verdict="refused" if refused else "error", guard=guard
+            )
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
     finally:
         if early is not None:
@@ -138,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_generate(args: argparse.Namespace | None, *, early: Early | None = None) -> int:
+def cmd_generate(
+    args: argparse.Namespace | None, *, early: Early | None = None, started: float | None = None
+) -> int:
     env = AppEnv.from_environ(os.environ)
     settings = CmpSettings.from_env()
     app_dir = Path.cwd()
@@ -155,6 +167,12 @@ def cmd_generate(args: argparse.Namespace | None, *, early: Early | None = None)
     for warning in outcome.warnings:
         sys.stderr.write(warning.rstrip() + "\n")
     sys.stdout.write(outcome.text)
+    if started is not None:
+        from cmp_plugin import render_log
+
+        render_log.record(
+            os.environ, started=started, verdict="ok", renderer=outcome.renderer, resources=len(outcome.keys)
+        )
     return 0
 
 
