@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +37,23 @@ EXIT_ERROR = 2
 
 def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    started = time.monotonic()
     try:
         if argv == ["generate"]:
             # Argo CD's hot path: no argparse, the tool starts as early as possible
-            return cmd_generate(None, early=early)
+            return cmd_generate(None, early=early, started=started)
         args = build_parser().parse_args(argv)
         return int(args.func(args))
     except (DriftguardError, OSError) as exc:
         sys.stderr.write(format_failure(exc))
+        if argv == ["generate"]:
+            from cmp_plugin import render_log
+
+            refused = isinstance(exc, GuardRefusal)
+            guard = exc.guard if isinstance(exc, GuardRefusal) else ""
+            render_log.record(
+                os.environ, started=started, verdict="refused" if refused else "error", guard=guard
+            )
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
     except MemoryError:
         # the cap set at start (launch.limit_resources): a clear refusal instead of the OOM killer
@@ -122,6 +132,18 @@ def build_parser() -> argparse.ArgumentParser:
     from cmp_plugin.diffcmd import add_arguments
 
     add_arguments(dif)
+    img = sub.add_parser(
+        "set-image",
+        help="set an image's newName/newTag/digest in a kustomization's images:, keeping comments and layout",
+    )
+    img.add_argument("spec", metavar="NAME=IMAGE:TAG", help="also NAME=IMAGE@DIGEST, NAME:TAG, NAME@DIGEST")
+    img.add_argument("--path", type=Path, required=True, help="the kustomization's directory")
+    img.set_defaults(func=cmd_set_image)
+    hook = sub.add_parser(
+        "hook", help="pre-commit hooks: stray | gitignore | render (see .pre-commit-hooks.yaml)"
+    )
+    hook.add_argument("hook_args", nargs=argparse.REMAINDER, metavar="HOOK [FILES...]")
+    hook.set_defaults(func=cmd_hook)
     py = sub.add_parser(
         "plugin-yaml", help="print the ConfigManagementPlugin config generated from the parameter table"
     )
@@ -129,7 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_generate(args: argparse.Namespace | None, *, early: Early | None = None) -> int:
+def cmd_generate(
+    args: argparse.Namespace | None, *, early: Early | None = None, started: float | None = None
+) -> int:
     from cmp_plugin.confine import check_generate_path
 
     env = AppEnv.from_environ(os.environ)
@@ -149,6 +173,12 @@ def cmd_generate(args: argparse.Namespace | None, *, early: Early | None = None)
     for warning in outcome.warnings:
         sys.stderr.write(warning.rstrip() + "\n")
     sys.stdout.write(outcome.text)
+    if started is not None:
+        from cmp_plugin import render_log
+
+        render_log.record(
+            os.environ, started=started, verdict="ok", renderer=outcome.renderer, resources=len(outcome.keys)
+        )
     return 0
 
 
@@ -226,6 +256,23 @@ def cmd_render(args: argparse.Namespace) -> int:
         args.output.write_text(outcome.text)
         print(f"manifests written to {args.output}")
     return 0
+
+
+def cmd_set_image(args: argparse.Namespace) -> int:
+    from cmp_plugin.set_image import parse_spec, set_image
+
+    file, changes = set_image(args.path, parse_spec(args.spec))
+    for change in changes:
+        print(f"driftguard: {file}: {change}")
+    if not changes:
+        print(f"driftguard: {file}: {args.spec} is already set; nothing changed")
+    return 0
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from cmp_plugin.hooks import main as hook_main
+
+    return hook_main(list(args.hook_args))
 
 
 def cmd_plugin_yaml(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from pathlib import Path
@@ -20,7 +21,8 @@ def reference_docs(name: str) -> list[dict[str, Any]]:
         raise FileNotFoundError(
             f"{path} is missing: tests/reference/SOURCES.md says where each reference file comes from"
         )
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are megabytes of YAML
+    return [d for d in yaml.load_all(path.read_text(), Loader=loader) if d]
 
 
 def install_object(kind: str, name: str) -> dict[str, Any]:
@@ -38,9 +40,17 @@ def crd_schema(name: str, version: str) -> dict[str, Any]:
     raise KeyError(version)
 
 
+@functools.cache
+def _validator(crd_file: str, version: str) -> Any:
+    # one validator per schema: checking a 1.4 MB CRD schema against the meta-schema on every
+    # call costs seconds (the CRDs are upstream's published files, valid by construction)
+    schema = crd_schema(crd_file, version)
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
 def validate(obj: dict[str, Any], crd_file: str, version: str) -> None:
     """Raise jsonschema.ValidationError when ``obj`` does not fit the real CRD schema."""
-    jsonschema.validate(obj, crd_schema(crd_file, version))
+    _validator(crd_file, version).validate(obj)
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:
