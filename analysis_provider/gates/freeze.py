@@ -24,7 +24,15 @@ def _bool(value: str) -> bool:
 
 class FreezeGate:
     name = "freeze"
-    args: ClassVar[dict[str, Arg]] = {**APP_ARGS, "manualSync": Arg(_bool, default="false")}
+    args: ClassVar[dict[str, Arg]] = {
+        **APP_ARGS,
+        "manualSync": Arg(
+            _bool,
+            default="false",
+            schema={"type": "string", "enum": ["true", "false"]},
+            description="Ask as for a manual sync: windows with manualSync: true let it through (as Argo CD's CanSync)",
+        ),
+    }
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         app = ctx.application(args["app"], args["appNamespace"])
