@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from driftguard.errors import LimitExceeded
+from driftguard.goyaml import go_plain_is_string
 from driftguard.manifests import (
     CLUSTER_SCOPED,
     DEFAULT_LIMITS,
@@ -39,7 +40,7 @@ from driftguard.manifests import (
 
 __all__ = ["Doc", "scan_stream"]
 
-# words YAML 1.1 (PyYAML, and Argo CD's Go parser for these) reads as booleans or null, not strings
+# the words go-yaml v2 (Argo CD's YAML; driftguard/goyaml.py) reads as booleans or null, not strings
 _YAML_WORDS_LIST = (
     "true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No", "NO",
     "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "y", "Y", "n", "N",
@@ -47,11 +48,6 @@ _YAML_WORDS_LIST = (
 
 _TOP_KEY = re.compile(r"([A-Za-z0-9_.-]+):(?:[ \t]+(.*))?$")
 _PLAIN_BAD_START = set("&*!|>{[%@`'\"?,-#")
-_NOT_A_STRING = re.compile(
-    r"(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF"
-    r"|[-+]?(?:\d[\d_]*)?\.?\d[\d_]*(?:[eE][-+]?\d+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
-    r"|\d+:[0-5]?\d(?::[0-5]?\d)*)$"
-)
 
 
 class Doc(NamedTuple):
@@ -374,6 +370,6 @@ def _scalar(rest: str | None) -> str | None:
         if len(value) >= 2 and value[-1] == "'" and "'" not in value[1:-1]:
             return value[1:-1]
         return None
-    if value[0] in _PLAIN_BAD_START or ": " in value or value.endswith(":") or _NOT_A_STRING.match(value):
+    if value[0] in _PLAIN_BAD_START or ": " in value or value.endswith(":") or not go_plain_is_string(value):
         return None
     return value
