@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 
 from cmp_plugin.gating import Gate, find_gates, lookup, merge_values, truthy
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
-from cmp_plugin.renderers.base import RenderJob, confined
+from cmp_plugin.renderers.base import RenderJob
+from cmp_plugin.renderers.helm import existing_values_files, set_values
 from driftguard.errors import GuardRefusal, InputError
 from driftguard.manifests import safe_load
 
@@ -61,11 +62,11 @@ def analyse(job: RenderJob) -> list[Finding]:
     chart_dir = job.app_dir
     defaults = _chart_defaults(chart_dir)
     supplied: list[Any] = []
-    for f in job.env.param("values-files"):
-        path = confined(job, f, what="values-files entry")
+    for f, path in existing_values_files(job):  # ignore-missing-values-files leaves some out
         supplied.append(_load_values(path.read_text(), str(f)))
     if job.env.param("values").strip():
         supplied.append(_load_values(job.env.param("values"), "parameter values"))
+    supplied.append(set_values(job))  # --set / --set-string / --set-file keys are set explicitly
     effective = defaults
     for doc in supplied:
         effective = merge_values(effective, doc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +69,31 @@ def _build_dependencies(helm: str, job: RenderJob, env: dict[str, str], missing:
         ) from failure
 
 
+def existing_values_files(job: RenderJob) -> list[tuple[str, Path]]:
+    """(entry, path) of each values-files entry, confined to the checkout.
+
+    With ``ignore-missing-values-files`` an entry that does not exist is left out, as Argo CD does
+    (reposerver/repository/repository.go, ``getResolvedValueFiles``); one outside the checkout is
+    refused all the same.
+    """
+    out = []
+    ignore = job.env.param("ignore-missing-values-files")
+    root = job.repo_root.resolve()
+    for entry in job.env.param("values-files"):
+        try:
+            out.append((entry, confined(job, entry, what="values-files entry")))
+        except InputError:
+            if not ignore or not entry.strip() or Path(entry).is_absolute():
+                raise
+            resolved = (job.app_dir / entry).resolve()
+            if not resolved.is_relative_to(root) or resolved.exists():
+                raise
+    return out
+
+
 def values_files(job: RenderJob) -> list[Path]:
     """The values files in order, confined to the checkout, then the inline values as a last file."""
-    files = [confined(job, f, what="values-files entry") for f in job.env.param("values-files")]
+    files = [path for _, path in existing_values_files(job)]
     inline = job.env.param("values")
     if inline.strip():
         import yaml
@@ -101,15 +124,71 @@ def helm_argv(helm: str, job: RenderJob, *, values_files: list[Path]) -> list[st
         "--namespace",
         env.namespace,
     ]
-    if env.kube_version:
-        argv += ["--kube-version", env.kube_version]
+    kube_version = env.param("kube-version") or env.kube_version
+    if kube_version:
+        argv += ["--kube-version", kube_version]
+    # the order of util/helm/cmd.go (template): --set, --set-string, --set-file, --values, ...;
+    # helm applies values files before any --set whatever the order (keys sorted here, where Argo
+    # CD walks a Go map)
+    for flag, name in (("--set", "set"), ("--set-string", "set-string")):
+        for key, value in sorted(env.param(name).items()):
+            argv += [flag, f"{key}={_clean_set_value(value)}"]
+    for key, path in sorted(env.param("set-file").items()):
+        argv += ["--set-file", f"{key}={confined(job, path, what=f'set-file {key}')}"]
     for f in values_files:
         argv += ["--values", str(f)]
-    for api in env.api_versions:
+    for api in env.param("api-versions") or env.api_versions:
         argv += ["--api-versions", api]
-    if env.param("include-crds"):
+    if env.param("include-crds") and not env.param("skip-crds"):
         argv.append("--include-crds")
+    if env.param("skip-schema-validation"):
+        argv.append("--skip-schema-validation")
+    if env.param("skip-tests"):
+        argv.append("--skip-tests")
     return argv
+
+
+def set_values(job: RenderJob) -> dict[str, Any]:
+    """What the set / set-string / set-file parameters supply, as nested values (for the guards).
+
+    Plain dotted keys only (``a.b``, ``a\\.b``): a key with a list index counts for its parent.
+    --set values are typed the way helm's strvals types them (true/false/null/integers).
+    """
+    out: dict[str, Any] = {}
+    items = [(k, _strval(v)) for k, v in job.env.param("set").items()]
+    items += list(job.env.param("set-string").items()) + [(k, "<file>") for k in job.env.param("set-file")]
+    for key, value in items:
+        parts = [p.replace("\\.", ".") for p in re.split(r"(?<!\\)\.", key.split("[", 1)[0])]
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = [value] if "[" in key else value
+    return out
+
+
+def _strval(value: str) -> Any:
+    if value in ("true", "false"):
+        return value == "true"
+    if value == "null":
+        return None
+    if re.fullmatch(r"-?[0-9]+", value) and not re.fullmatch(r"-?0[0-9]+", value):
+        return int(value)
+    return value
+
+
+def _clean_set_value(value: str) -> str:
+    """Argo CD's cleanSetParameters (util/helm/cmd.go): escape each comma not already escaped, so
+    helm does not split the value, except in a ``{a,b}`` list."""
+    if value.startswith("{") and value.endswith("}"):
+        return value
+    out, prev = [], ""
+    for ch in value:
+        out.append("\\," if ch == "," and prev != "\\" else ch)
+        prev = ch
+    return "".join(out)
 
 
 def missing_dependencies(chart_dir: Path) -> list[str]:
