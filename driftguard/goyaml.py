@@ -107,6 +107,8 @@ def go_resolve(text: str) -> tuple[str, Any]:
         return STR, text
     if _TIMESTAMP_HEAD.match(text):
         return STR, text  # a timestamp (kept as its text), or nothing else a number could be
+    if text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1) and len(text) < 19:
+        return INT, int(text)  # the common case: a plain decimal within int64
     plain = text.replace("_", "")
     number = _parse_int(plain, signed=True)
     if number is None:
