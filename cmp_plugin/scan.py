@@ -408,10 +408,10 @@ def _scalar(rest: str | None) -> str | None:
 
 # --- multi-line quoted and flow scalars ---------------------------------------------------------
 # A quoted scalar (or a flow collection) may go on over several lines, and its continuation lines
-# may look like keys at any indentation. Every line holding a quote or a bracket is looked at
-# (anchored at the newline: one pass, linear); a document with one that does not close on its line
-# is left to the parser.
-_QUOTE_LINE = re.compile(r"\n[^\n\"'{\[]*[\"'{\[]")
+# may look like keys at any indentation. Every line where one starts is looked at.
+# a line whose value, sequence item or key starts with a quote, a flow bracket, an anchor or a tag
+# (possessive where it repeats: one pass over each line, linear)
+_QUOTE_LINE = re.compile(r"\n *+(?:- ++)*+(?:(?:[^\n#'\":]*+:(?![ \t]))*+[^\n#'\":]*+:[ \t]++)?[\"'{\[&!]")
 _KEY_HEAD = re.compile(r"[A-Za-z0-9_./-]+:(?:[ \t]+|$)")
 _DQ = re.compile(r'"(?:[^"\\\n]|\\.)*+"')  # possessive: a quote never ends early
 _SQ = re.compile(r"'(?:[^'\n]|'')*+'")  # possessive: 'it''s' stays one scalar

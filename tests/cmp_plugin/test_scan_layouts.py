@@ -43,6 +43,10 @@ EXTRAS = st.sampled_from(
         ("annotations", "\n      note: 'it''s\n  namespace: fake'"),
         ("annotations", '\n      q: "a \\" b"\n      r: \'# not a comment\''),
         ("finalizers", "\n    - a\n    - b"),
+        ("annotations", '\n      odd key: "multi\n  name: fake"'),
+        ("annotations", '\n      a:b: "multi\n  name: fake"'),
+        ("annotations", "\n      note: &n 'multi\n  name: fake'"),
+        ("annotations", "\n      note: text with 'quote\n        and more: text"),
     ]
 )
 TOP_EXTRAS = st.sampled_from(
