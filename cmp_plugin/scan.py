@@ -443,7 +443,8 @@ def _multiline_flow_scalars(nl: str) -> list[int]:
         if blocks is None:
             blocks = _block_scalars(nl)
         i = bisect_right(blocks, (m.start(), len(nl))) - 1
-        if i >= 0 and blocks[i][0] <= m.start() < blocks[i][1]:
+        inside = i >= 0 and blocks[i][0] <= m.start() < blocks[i][1]
+        if inside:
             continue
         close = _scalar_end(nl, start + opener) if opener < len(line) else -1
         indent = len(line) - len(line.lstrip(" "))
@@ -505,13 +506,20 @@ _BLOCK_HEADER = re.compile(
 )
 
 
+# where one may end a line: found first (a fast scan for two characters), the line then checked
+_BLOCK_INDICATOR = re.compile(r"[|>][-+1-9]{0,2}+[ \t]*+(?:#[^\n]*+)?\r?(?=\n)")
+
+
 def _block_scalars(nl: str) -> list[tuple[int, int]]:
     """[start, end) offsets in ``nl`` of the content lines of every block scalar, in order."""
     out = []
     pos = 0
-    for m in _BLOCK_HEADER.finditer(nl):
-        if m.start() < pos:
-            continue  # a header-looking line inside the previous block scalar
+    for hit in _BLOCK_INDICATOR.finditer(nl):
+        if hit.start() < pos:
+            continue  # inside the previous block scalar
+        m = _BLOCK_HEADER.match(nl, nl.rfind("\n", 0, hit.start()))
+        if m is None or m.end() != hit.end():
+            continue
         stop = _shallow_line(len(m.group(1))).search(nl, m.end())
         pos = stop.start() if stop else len(nl)
         out.append((m.end(), pos))
