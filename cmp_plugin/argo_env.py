@@ -86,6 +86,9 @@ def parse_parameters(
     """Typed values of every parameter, and the names that were set rather than defaulted."""
     raw: dict[str, tuple[Any, str]] = {}
     if environ.get("ARGOCD_APP_PARAMETERS", "").strip():
+        # Argo CD marshals an Application without plugin.parameters as JSON `null` (a nil Go
+        # slice; reposerver/repository/repository.go, getPluginParamEnvs): no parameters, and
+        # then no PARAM_* variables either.
         raw.update(_from_app_parameters(environ["ARGOCD_APP_PARAMETERS"]))
     else:
         raw.update(_from_param_vars(environ))
@@ -107,6 +110,8 @@ def _from_app_parameters(text: str) -> dict[str, tuple[Any, str]]:
         items = json.loads(text)
     except ValueError as exc:
         raise InputError(f"ARGOCD_APP_PARAMETERS is not JSON: {exc}") from exc
+    if items is None:
+        return {}
     if not isinstance(items, list):
         raise InputError("ARGOCD_APP_PARAMETERS must be a JSON array")
     out: dict[str, tuple[Any, str]] = {}

@@ -117,6 +117,47 @@ def _release_name(value: Any) -> Any:
     return value
 
 
+def _helm_keys(value: Any) -> Any:
+    """Keys of --set/--set-string/--set-file: helm's strvals splits at ',' and '=', so neither may be in one.
+
+    Argo CD passes the key unescaped (util/helm/cmd.go), so there a key like ``a=/etc/passwd,b``
+    would name a second entry: refused here.
+    """
+    for key in value:
+        if not key.strip() or "," in key or "=" in key:
+            raise InputError(f"helm value key {key!r} must be non-empty and hold neither ',' nor '='")
+    return value
+
+
+def _set_files(value: Any) -> Any:
+    _helm_keys(value)
+    for key, path in value.items():
+        if "," in path:  # helm would split the path into more entries
+            raise InputError(
+                f"set-file {key}: the path {path!r} holds a ',' (helm would split it); rename the file"
+            )
+    return value
+
+
+def _kube_version(value: Any) -> Any:
+    """k8s.io/apimachinery's ParseGeneric, then String(), as Argo CD applies it (parseKubeVersion)."""
+    if not value:
+        return value
+    m = re.fullmatch(r"\s*v?([0-9]+(?:\.[0-9]+)+)(.*)", value)
+    if not m:
+        raise InputError(
+            f"parameter kube-version {value!r} is not a Kubernetes version such as 1.32 or v1.32.3"
+        )
+    return ".".join(str(int(c)) for c in m.group(1).split("."))
+
+
+def _api_versions(value: Any) -> Any:
+    for item in value:
+        if not re.fullmatch(r"[A-Za-z0-9.\-]+(/[A-Za-z0-9.\-]+){0,2}", item):
+            raise InputError(f"parameter api-versions: {item!r} is not an API version such as apps/v1")
+    return value
+
+
 PARAMETERS: tuple[Param, ...] = (
     Param(
         "values-files",
@@ -148,6 +189,78 @@ PARAMETERS: tuple[Param, ...] = (
         "Include CRDs",
         "Render the chart's CRDs (helm template --include-crds)",
         item_type="boolean",
+    ),
+    Param(
+        "set",
+        MAP,
+        {},
+        "Helm --set",
+        "Helm values by key (helm template --set key=value; Argo CD's helm.parameters), applied after values files",
+        check=_helm_keys,
+    ),
+    Param(
+        "set-string",
+        MAP,
+        {},
+        "Helm --set-string",
+        "Helm values kept as strings (--set-string; Argo CD's helm.parameters with forceString)",
+        check=_helm_keys,
+    ),
+    Param(
+        "set-file",
+        MAP,
+        {},
+        "Helm --set-file",
+        "Helm values read from files (--set-file; Argo CD's helm.fileParameters); paths relative to the app directory, inside the repository",
+        check=_set_files,
+    ),
+    Param(
+        "skip-crds",
+        STRING,
+        False,
+        "Skip CRDs",
+        "Leave the chart's crds/ out (Argo CD's helm.skipCrds: no --include-crds)",
+        item_type="boolean",
+    ),
+    Param(
+        "skip-schema-validation",
+        STRING,
+        False,
+        "Skip schema validation",
+        "helm template --skip-schema-validation (Argo CD's helm.skipSchemaValidation)",
+        item_type="boolean",
+    ),
+    Param(
+        "skip-tests",
+        STRING,
+        False,
+        "Skip tests",
+        "helm template --skip-tests (Argo CD's helm.skipTests)",
+        item_type="boolean",
+    ),
+    Param(
+        "ignore-missing-values-files",
+        STRING,
+        False,
+        "Ignore missing values files",
+        "Skip values-files entries that do not exist (Argo CD's helm.ignoreMissingValueFiles); outside the repository is still refused",
+        item_type="boolean",
+    ),
+    Param(
+        "kube-version",
+        STRING,
+        "",
+        "Kubernetes version",
+        "helm template --kube-version; default: the cluster's (KUBE_VERSION). Argo CD's helm.kubeVersion",
+        check=_kube_version,
+    ),
+    Param(
+        "api-versions",
+        ARRAY,
+        [],
+        "API versions",
+        "helm template --api-versions, replacing the cluster's (KUBE_API_VERSIONS). Argo CD's helm.apiVersions",
+        check=_api_versions,
     ),
     Param(
         "allow-empty",

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from driftguard.errors import LimitExceeded
+from driftguard.goyaml import go_plain_is_string
 from driftguard.manifests import (
     CLUSTER_SCOPED,
     DEFAULT_LIMITS,
@@ -39,19 +40,13 @@ from driftguard.manifests import (
 
 __all__ = ["Doc", "scan_stream"]
 
-# words YAML 1.1 (PyYAML, and Argo CD's Go parser for these) reads as booleans or null, not strings
+# the words go-yaml v2 (Argo CD's YAML; driftguard/goyaml.py) reads as booleans or null, not strings
 _YAML_WORDS_LIST = (
     "true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No", "NO",
     "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "y", "Y", "n", "N",
 )  # fmt: skip
 
-_TOP_KEY = re.compile(r"([A-Za-z0-9_.-]+):(?:[ \t]+(.*))?$")
 _PLAIN_BAD_START = set("&*!|>{[%@`'\"?,-#")
-_NOT_A_STRING = re.compile(
-    r"(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF"
-    r"|[-+]?(?:\d[\d_]*)?\.?\d[\d_]*(?:[eE][-+]?\d+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
-    r"|\d+:[0-5]?\d(?::[0-5]?\d)*)$"
-)
 
 
 class Doc(NamedTuple):
@@ -68,6 +63,8 @@ class Doc(NamedTuple):
     source: str
     line: int
     obj: dict[str, Any] | None = None
+    crd: tuple[str, str, str] | None = None
+    """For a CustomResourceDefinition read by the scanner: (spec.group, spec.names.kind, spec.scope)."""
 
     @property
     def group(self) -> str:
@@ -102,7 +99,7 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
 _WORD = r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\n)([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\n"
 _HELM_HEAD = re.compile(
     r"\n---[ \t]*\n"
-    r"(?:# Source: [ \t]*([^\n]*?)[ \t]*\n)?"
+    r"(?:# Source: ([^\n]*)\n)?"
     r"apiVersion: " + _WORD + r"kind: " + _WORD + r"metadata:[ \t]*\n"
     r"  name: " + _WORD + r"(?:  namespace: " + _WORD + r")?"
 )
@@ -142,22 +139,24 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         line += count("\n", prev, at)
         prev = at
         src, api, kind, name, namespace = m.groups()
+        src = src.strip(" \t") if src is not None else None
         if kind.endswith("List") or kind == "CustomResourceDefinition":
+            # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened
             end = heads[i + 1].start() if i + 1 < n else len(text)
-            docs += _parsed(text[at:end], source=src or source, where=source, line=line, limits=limits)
+            docs += _scan_general(text[at:end], source=source, limits=limits, first_line=line)
         else:
             append(Doc(api, kind, name, namespace or "", src or source, line))
     return docs
 
 
-def _scan_general(text: str, *, source: str, limits: Limits) -> list[Doc]:
+def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1) -> list[Doc]:
     """Tier 2: the line scanner for any block-style stream, the parser for what it cannot read.
 
     A few regular-expression passes over the whole stream (in C) find the top-level keys, the
     metadata blocks, the ``# Source:`` comments and anything odd; Python then only looks at each
     document's small metadata block. Odd documents go through the full parser.
     """
-    chunks = list(split_documents(text))
+    chunks = list(split_documents(text, first_line=first_line))
     offsets: list[int] = []
     pos = 0
     for _, chunk in chunks:
@@ -167,6 +166,7 @@ def _scan_general(text: str, *, source: str, limits: Limits) -> list[Doc]:
     # a match at m.start() in ``nl`` is a line that starts at m.start() in ``text``
     nl = "\n" + text
     odd = {_doc_of(offsets, m.start()) for rx in (_TABS, _ODD_TOP) for m in rx.finditer(nl)}
+    odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
     ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
@@ -181,10 +181,13 @@ def _scan_general(text: str, *, source: str, limits: Limits) -> list[Doc]:
             start = meta_ranges[open_meta][0]
             meta_ranges[open_meta] = (start, at if open_meta == i else ends[open_meta])
             open_meta = -1
+        rest = m.group(2)
+        if rest and rest[0] not in " \t\r":
+            continue  # "key:value" is no key line (_ODD_TOP has marked it)
         key = m.group(1)
         if key in tops[i]:
             odd.add(i)
-        tops[i][key] = (m.group(2) or "", m.end() - 1)
+        tops[i][key] = (rest.strip(" \t\r"), m.end() - 1)
         if key == "metadata":
             meta_ranges[i] = (m.end(), ends[i])
             open_meta = i
@@ -202,10 +205,13 @@ def _scan_general(text: str, *, source: str, limits: Limits) -> list[Doc]:
             if not record:
                 odd.add(i)
                 continue
+            rest = m.group(2)
+            if rest and rest[0] not in " \t\r":
+                continue  # "name:value" is no key line (_ODD2 has marked it)
             found = children.setdefault(i, {})
             if m.group(1) in found:
                 odd.add(i)
-            found[m.group(1)] = m.group(2) or ""
+            found[m.group(1)] = rest.strip(" \t\r")
     sources: dict[int, str] = {}
     for m in _SOURCE.finditer(nl):
         sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
@@ -219,10 +225,15 @@ def _scan_general(text: str, *, source: str, limits: Limits) -> list[Doc]:
                 fast = _identity2(tops[i], children.get(i, {}))
             else:
                 fast = _identity(text, tops[i], ends[i])
+        crd = None
+        if fast is not None and fast is not _EMPTY and fast[1] == "CustomResourceDefinition":
+            crd = _crd_spec(text, tops[i], ends[i])
+            if crd is None:
+                fast = None
         if fast is None:
             docs += _parsed(chunk, source=sources.get(i, source), where=source, line=line, limits=limits)
         elif fast is not _EMPTY:
-            docs.append(Doc(fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line))
+            docs.append(Doc(fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, crd))
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
     return docs
@@ -256,6 +267,11 @@ def keys_of(docs: list[Doc], *, default_namespace: str) -> list[ResourceKey]:
     scoped = cluster_scoped_kinds(
         d.obj for d in docs if d.obj is not None and d.kind == "CustomResourceDefinition"
     )
+    extra = {
+        (g, k) for d in docs if d.crd is not None for g, k, scope in (d.crd,) if scope == "Cluster" and k
+    }
+    if extra:
+        scoped = scoped | extra
     kinds: dict[tuple[str, str], tuple[str, bool]] = {}  # (apiVersion, kind) -> (group, cluster-scoped)
     keys: list[ResourceKey] = []
     for d in docs:
@@ -276,8 +292,11 @@ _EMPTY: Any = object()
 
 _TABS = re.compile(r"\n *\t")
 # a column-0 line that is neither blank, a comment, a document marker, nor `key:` / `key: value`
-_ODD_TOP = re.compile(r"\n(?=[^ \r\n#])(?!---(?:[ \t\r\n]|$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$))")
-_TOP = re.compile(r"\n([A-Za-z0-9_.-]+):(?:[ \t]+([^\n]*?))?[ \t]*\r?(?=\n|$)")
+# (a column-0 "- item" belongs to the key above it, as kubectl and helm print "rules:\n- ...")
+_ODD_TOP = _ODD_TOP_HELM
+# the rest of the line is taken whole and stripped in Python: a lazy value followed by optional
+# blanks backtracks quadratically over a long run of blanks (20 KB: 22 s)
+_TOP = re.compile(r"\n([A-Za-z0-9_.-]+):([^\n]*)")
 _NEXT_TOP = re.compile(r"^(?=[^ \r\n#])", re.M)
 _FIRST_CHILD = re.compile(r"^( +)(?=[^ \r\n#])", re.M)
 _SOURCE = re.compile(r"\n# Source: ([^\n]*)")
@@ -288,16 +307,21 @@ def _patterns(n: int) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]
     """(identity keys, odd lines at metadata's level, outdented lines) for child indent ``n``."""
     found = _by_indent.get(n)
     if found is None:
-        keys = re.compile(rf"^ {{{n}}}(name|namespace|generateName):(?:[ \t]+([^\n]*?))?[ \t]*\r?$", re.M)
-        odd = re.compile(rf"^ {{{n}}}(?=[^ \r\n#])(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?$))", re.M)
+        keys = re.compile(rf"^ {{{n}}}(name|namespace|generateName):([^\n]*)", re.M)
+        # a "- item" at metadata's indentation is the compact sequence of the key above it
+        odd = re.compile(
+            rf"^ {{{n}}}(?=[^ \r\n#])(?!-(?:[ \t]|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?$))", re.M
+        )
         out = re.compile(rf"^ {{1,{n - 1}}}(?=[^ \r\n#])", re.M) if n > 1 else None
         found = _by_indent[n] = (keys, odd, out)
     return found
 
 
-_CHILD2 = re.compile(r"\n  (name|namespace|generateName):(?:[ \t]+([^\n]*?))?[ \t]*\r?(?=\n|$)")
+_CHILD2 = re.compile(r"\n  (name|namespace|generateName):([^\n]*)")
 # inside metadata: a line at indent 1, or at indent 2 that is not `key:`: the parser decides
-_ODD2 = re.compile(r"\n(?: (?=[^ \r\n#])|  (?=[^ \r\n#])(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$)))")
+_ODD2 = re.compile(
+    r"\n(?: (?=[^ \r\n#])|  (?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$)))"
+)
 _INDENT2 = re.compile(r"  [^ \r\n#]")
 
 
@@ -312,8 +336,10 @@ def _api_kind(meta_top: tuple[str, int] | None, top: dict[str, tuple[str, int]])
     if meta_top is None or (meta_top[0] and not meta_top[0].startswith("#")):
         return None
     api, kind = _scalar(top.get("apiVersion", ("", 0))[0]), _scalar(top.get("kind", ("", 0))[0])
-    if not api or not kind or kind.endswith("List") or kind == "CustomResourceDefinition":
+    if not api or not kind or kind.endswith("List"):
         return None
+    if kind == "CustomResourceDefinition" and group_of(api) != "apiextensions.k8s.io":
+        return None  # not the CRD kind cluster_scoped_kinds reads: leave it to the parser
     return api, kind
 
 
@@ -348,7 +374,8 @@ def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
     keys, odd, outdented = _patterns(len(first_child.group(1)))
     if odd.search(block) or (outdented is not None and outdented.search(block)):
         return None  # "- item", flow, complex keys or outdented lines in metadata: let the parser decide
-    return _with_meta(*head, keys.findall(block))
+    pairs = [(k, v.strip(" \t\r")) for k, v in keys.findall(block) if not v or v[0] in " \t\r"]
+    return _with_meta(*head, pairs)
 
 
 _PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9._/-]*")
@@ -374,6 +401,271 @@ def _scalar(rest: str | None) -> str | None:
         if len(value) >= 2 and value[-1] == "'" and "'" not in value[1:-1]:
             return value[1:-1]
         return None
-    if value[0] in _PLAIN_BAD_START or ": " in value or value.endswith(":") or _NOT_A_STRING.match(value):
+    if value[0] in _PLAIN_BAD_START or ": " in value or value.endswith(":") or not go_plain_is_string(value):
         return None
     return value
+
+
+# --- multi-line quoted and flow scalars ---------------------------------------------------------
+# A quoted scalar (or a flow collection) may go on over several lines, and its continuation lines
+# may look like keys at any indentation. Every line where one starts is looked at.
+# a line whose value, sequence item or key starts with a quote, a flow bracket, an anchor or a tag
+# (possessive where it repeats: one pass over each line, linear)
+_QUOTE_LINE = re.compile(r"\n *+(?:- ++)*+(?:(?:[^\n#'\":]*+:(?![ \t]))*+[^\n#'\":]*+:[ \t]++)?[\"'{\[&!]")
+_KEY_HEAD = re.compile(r"[A-Za-z0-9_./-]+:(?:[ \t]+|$)")
+_DQ = re.compile(r'"(?:[^"\\\n]|\\.)*+"')  # possessive: a quote never ends early
+_SQ = re.compile(r"'(?:[^'\n]|'')*+'")  # possessive: 'it''s' stays one scalar
+_AFTER = re.compile(r"[ \t]*(?:#.*)?\r?")
+
+
+def _multiline_flow_scalars(nl: str) -> list[int]:
+    """Offsets (in ``nl``) of lines starting a quoted scalar or flow collection that could mislead the scanner.
+
+    One that ends on its line is harmless, and so is one whose every further line is indented
+    deeper than the line it starts on (what helm and controller-gen print): the scanner only ever
+    reads lines at the indentation of a block's own keys, and those lines are deeper than any key
+    of that block. Lines inside a block scalar (``key: |``) are text, not YAML: skipped.
+    """
+    found = []
+    pos = 0
+    blocks: list[tuple[int, int]] | None = None
+    for m in _QUOTE_LINE.finditer(nl):
+        start = m.start() + 1
+        if start < pos:
+            continue
+        end = nl.find("\n", start)
+        end = len(nl) if end < 0 else end
+        pos = end
+        line = nl[start:end]
+        opener = _unclosed(line)
+        if opener < 0:
+            continue
+        if blocks is None:
+            blocks = _block_scalars(nl)
+        i = bisect_right(blocks, (m.start(), len(nl))) - 1
+        inside = i >= 0 and blocks[i][0] <= m.start() < blocks[i][1]
+        if inside:
+            continue
+        close = _scalar_end(nl, start + opener) if opener < len(line) else -1
+        indent = len(line) - len(line.lstrip(" "))
+        if close < 0 or _shallow_line(indent).search(nl, end, close):
+            found.append(m.start())
+        pos = max(pos, close)
+    return found
+
+
+_SHALLOW: dict[int, re.Pattern[str]] = {}
+
+
+def _shallow_line(indent: int) -> re.Pattern[str]:
+    """A non-blank line indented ``indent`` or less."""
+    rx = _SHALLOW.get(indent)
+    if rx is None:
+        rx = _SHALLOW[indent] = re.compile(rf"\n {{0,{indent}}}(?=[^ \r\n])")
+    return rx
+
+
+_DQ_ANY = re.compile(r'"(?:[^"\\]|\\.)*+"', re.S)
+_SQ_ANY = re.compile(r"'(?:[^']|'')*+'")
+
+
+def _scalar_end(nl: str, at: int) -> int:
+    """The offset just after the quoted scalar or flow collection starting at ``at``; -1 when it never ends."""
+    c = nl[at]
+    if c in "\"'":
+        q = (_DQ_ANY if c == '"' else _SQ_ANY).match(nl, at)
+        return q.end() if q else -1
+    depth, i, n = 0, at, len(nl)
+    while i < n:
+        c = nl[i]
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c in "\"'":
+            q = (_DQ_ANY if c == '"' else _SQ_ANY).match(nl, i)
+            if q is None:
+                return -1
+            i = q.end()
+            continue
+        elif c == "#" and nl[i - 1] in " \t\n":
+            j = nl.find("\n", i)
+            if j < 0:
+                return -1
+            i = j
+            continue
+        i += 1
+    return -1
+
+
+# a line whose value (after a key or "- ") is a block scalar header: | or > with indicators
+_BLOCK_HEADER = re.compile(
+    r"\n( *+)(?:- ++)*+(?:[A-Za-z0-9_./-]++:[ \t]++)?[|>][-+1-9]{0,2}+[ \t]*+(?:#[^\n]*+)?\r?(?=\n)"
+)
+
+
+# where one may end a line: found first (a fast scan for two characters), the line then checked
+_BLOCK_INDICATOR = re.compile(r"[|>][-+1-9]{0,2}+[ \t]*+(?:#[^\n]*+)?\r?(?=\n)")
+
+
+def _block_scalars(nl: str) -> list[tuple[int, int]]:
+    """[start, end) offsets in ``nl`` of the content lines of every block scalar, in order."""
+    out = []
+    pos = 0
+    for hit in _BLOCK_INDICATOR.finditer(nl):
+        if hit.start() < pos:
+            continue  # inside the previous block scalar
+        m = _BLOCK_HEADER.match(nl, nl.rfind("\n", 0, hit.start()))
+        if m is None or m.end() != hit.end():
+            continue
+        stop = _shallow_line(len(m.group(1))).search(nl, m.end())
+        pos = stop.start() if stop else len(nl)
+        out.append((m.end(), pos))
+    return out
+
+
+def _unclosed(line: str) -> int:
+    """-1 when every quoted scalar / flow collection a value or item of ``line`` starts ends on it; else
+    the index of the one that does not (``len(line)`` when the line is odd in another way)."""
+    s = line.lstrip(" ")
+    while s[:2] == "- ":
+        s = s[2:].lstrip(" ")
+    for _ in range(2):  # a key (plain or quoted), then its value
+        k = _KEY_HEAD.match(s)
+        if k is not None:
+            s = s[k.end() :]
+            continue
+        c = s[:1]
+        at = len(line) - len(s)
+        if c in ('"', "'"):
+            q = (_DQ if c == '"' else _SQ).match(s)
+            if q is None:
+                return at
+            rest = s[q.end() :]
+            if rest[:1] == ":":  # a quoted key: its value follows
+                s = rest[1:].lstrip(" \t")
+                continue
+            # more after a closed quote: valid YAML only as the continuation of a plain scalar
+            # (text, indented deeper than its block's keys), else the parser refuses it anyway
+            return -1
+        if c in ("{", "["):
+            return -1 if _flow_closes(s) else at
+        if c in ("&", "!") and any(ch in s for ch in "\"'{["):
+            return len(line)  # an anchor or a tag before a quote: unsure
+        return -1
+    return -1
+
+
+def _flow_closes(s: str) -> bool:
+    """Whether the flow collection at the start of ``s`` closes on this line (quotes respected)."""
+    depth, i, n = 0, 0, len(s)
+    while i < n:
+        c = s[i]
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return True  # anything after it: as after a closed quote
+        elif c in "\"'":
+            q = (_DQ if c == '"' else _SQ).match(s, i)
+            if q is None:
+                return False
+            i = q.end()
+            continue
+        elif c == "#" and i and s[i - 1] in " \t":
+            return False
+        i += 1
+    return False
+
+
+# --- a CustomResourceDefinition's scope, read without parsing the (often huge) document ----------
+_SPEC_KEYS = ("group", "scope", "names")
+
+
+def _crd_spec(text: str, top: dict[str, tuple[str, int]], end: int) -> tuple[str, str, str] | None:
+    """(spec.group, spec.names.kind, spec.scope) of a plain block-style CRD; None when only a parser can say."""
+    spec = top.get("spec")
+    if spec is None:
+        return "", "", ""
+    if spec[0] and not spec[0].startswith("#"):
+        return None  # flow style, an anchor, a tag: the parser decides
+    start = spec[1] + 1
+    nxt = _NEXT_TOP.search(text, start, end)
+    found = _block_keys(text, start, nxt.start() if nxt else end, _SPEC_KEYS)
+    if found is None:
+        return None
+    values: dict[str, str] = {}
+    for key in ("group", "scope"):
+        if key in found:
+            value = _scalar(found[key][0])
+            if value is None:
+                return None
+            values[key] = value
+    kind = ""
+    if "names" in found:
+        raw, names_start, names_end = found["names"]
+        if raw and not raw.startswith("#"):
+            return None
+        names = _block_keys(text, names_start, names_end, ("kind",))
+        if names is None:
+            return None
+        if "kind" in names:
+            value = _scalar(names["kind"][0])
+            if value is None:
+                return None
+            kind = value
+    return values.get("group", ""), kind, values.get("scope", "")
+
+
+_BLOCK_RX: dict[
+    tuple[int, tuple[str, ...]], tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]
+] = {}
+
+
+def _block_keys(
+    text: str, start: int, end: int, wanted: tuple[str, ...]
+) -> dict[str, tuple[str, int, int]] | None:
+    """``wanted`` keys of the block mapping in text[start:end]: key -> (raw value, block start, block end).
+
+    The block's indentation is its first line's; every line at that indentation must be ``key:``,
+    ``key: value`` or a ``- `` item of the key above (anything else, a line less indented, or a
+    wanted key twice: None, the parser decides). Each key's own block runs to the next line at
+    the mapping's indentation.
+    """
+    block = "\n" + text[start:end]
+    first = _FIRST_CHILD.search(block, 1)
+    if first is None:
+        return {}
+    n = len(first.group(1))
+    rx = _BLOCK_RX.get((n, wanted))
+    if rx is None:
+        names = "|".join(re.escape(w) for w in wanted)
+        at_n = re.compile(
+            rf"\n {{{n}}}(?=[^ \r\n#])(?:({names}):([^\n]*)|(?:[A-Za-z0-9_./-]+:(?:[ \t]|\r?(?=\n|$))|-(?:[ \t]|\r?(?=\n|$)))|(.))"
+        )
+        child = re.compile(rf"\n {{{n}}}(?=[^ \r\n#])")
+        out = re.compile(rf"\n {{1,{n - 1}}}(?=[^ \r\n#])") if n > 1 else None
+        rx = _BLOCK_RX[n, wanted] = (at_n, child, out)
+    at_n, child, out = rx
+    if out is not None and out.search(block):
+        return None
+    found: dict[str, tuple[str, int, int]] = {}
+    for m in at_n.finditer(block):
+        if m.group(3) is not None:
+            return None  # a line at the block's indentation that is no plain key nor item
+        key = m.group(1)
+        if key is None:
+            continue
+        rest = m.group(2)
+        if rest and rest[0] not in " \t\r":
+            return None  # "group:x" is no key line
+        if key in found:
+            return None
+        nxt = child.search(block, m.end())
+        own_end = nxt.start() if nxt else len(block)
+        # offsets in text: block[i] is text[start + i - 1]
+        found[key] = (rest.strip(" \t\r"), start + m.end(), start + own_end - 1)
+    return found

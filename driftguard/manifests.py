@@ -38,22 +38,13 @@ __all__ = [
 
 @cache
 def _loader() -> type[yaml.SafeLoader]:
-    """libyaml's safe loader (pure Python when absent), keeping timestamps as strings as Kubernetes does.
+    """libyaml's safe parser with go-yaml's typing (driftguard/goyaml.py): Argo CD's reading of YAML.
 
     Built on first use: importing yaml costs ~10 ms that a CMP render read by the fast scanner never needs.
     """
-    import yaml
+    from driftguard.goyaml import go_loader
 
-    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[valid-type,misc]
-        pass
-
-    Loader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in base.yaml_implicit_resolvers.items()
-    }
-    return Loader
+    return go_loader()
 
 
 # A document-start marker: '---' at column 0 followed by whitespace or the end of the line. Matched
@@ -141,7 +132,7 @@ class Document(NamedTuple):
 
 
 def safe_load(text: str) -> Any:
-    """One YAML document with libyaml's safe loader (timestamps stay strings); yaml.YAMLError on bad input."""
+    """One YAML document typed as Argo CD's Go YAML types it (goyaml.py); yaml.YAMLError on bad input."""
     import yaml
 
     return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
@@ -259,9 +250,12 @@ def split_documents(text: str, *, first_line: int = 1) -> Iterator[tuple[int, st
 def _parse_chunk(chunk: str, source: str, line: int) -> Any:
     stripped = chunk.lstrip()
     if stripped[:1] in ("{", "["):
-        # JSON is the common machine-written case: parse it strictly and fast, fall back to YAML
+        # JSON is the common machine-written case: parse it strictly and fast, fall back to YAML.
+        # Numbers as Argo CD ends up with them (goyaml.py): 1.0 is 1, NaN/Infinity are no JSON.
         try:
-            return json.loads(chunk)
+            return json.loads(
+                chunk, parse_float=_json_float, parse_int=_json_int, parse_constant=_no_constant
+            )
         except ValueError:
             pass
         except RecursionError as exc:
@@ -281,6 +275,24 @@ def _parse_chunk(chunk: str, source: str, line: int) -> Any:
         raise ManifestError(f"invalid YAML: {exc}", source=source, line=line) from exc
     except RecursionError as exc:
         raise LimitExceeded("nesting too deep", source=source, line=line) from exc
+
+
+def _json_float(text: str) -> Any:
+    value = float(text)
+    if value.is_integer() and -(1 << 63) <= value < 1 << 63:
+        return int(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(text)  # YAML then decides (and refuses it, as Argo CD does)
+    return value
+
+
+def _json_int(text: str) -> Any:
+    value = int(text)
+    return value if -(1 << 63) <= value < 1 << 63 else float(value)
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(text)  # NaN / Infinity are not JSON for Go; YAML reads them as strings
 
 
 class _Budget:

@@ -24,7 +24,8 @@ from cmp_plugin import chart_values as cv
 from cmp_plugin.gate_eval import still_renders
 from cmp_plugin.gating import ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
-from cmp_plugin.renderers.base import RenderJob, confined
+from cmp_plugin.renderers.base import RenderJob
+from cmp_plugin.renderers.helm import existing_values_files, set_values
 from driftguard.errors import GuardRefusal, InputError
 
 if TYPE_CHECKING:
@@ -52,10 +53,6 @@ FALSY = "chart default is empty or false: nothing renders from it that could van
 DISABLED = "in a subchart that does not render"
 NOT_RENDERED = "its resources are not in this render"
 NOT_DECIDING = "the condition holds without it: turning it off would not remove the resources"
-
-# Helm's set parameters (issue 15) as (parameter, kind for chart_values.set_values): each one that
-# the parameter table defines is read as one more values document this environment supplies.
-SET_PARAMETERS = (("set", "set"), ("set-string", "string"), ("set-file", "file"))
 
 
 class Finding(NamedTuple):
@@ -129,21 +126,12 @@ class Prepared(NamedTuple):
 def supplied_values(job: RenderJob) -> list[dict[str, Any]]:
     """Every values document this environment supplies, in helm's order of precedence."""
     docs: list[dict[str, Any]] = []
-    for f in job.env.param("values-files"):
-        path = confined(job, f, what="values-files entry")
+    for f, path in existing_values_files(job):  # ignore-missing-values-files leaves some out
         docs.append(cv.load_values(path.read_text(), str(f)))
     if job.env.param("values").strip():
         docs.append(cv.load_values(job.env.param("values"), "parameter values"))
-    from cmp_plugin.params import by_name
-
-    for name, kind in SET_PARAMETERS:
-        try:
-            by_name(name)
-        except InputError:
-            continue  # not in the parameter table (yet)
-        entries = job.env.param(name)
-        if entries:
-            docs.append(cv.set_values(entries, kind=kind))
+    # --set / --set-string / --set-file keys are set explicitly (typed as helm's strvals types them)
+    docs.append(set_values(job))
     return docs
 
 

@@ -1,4 +1,13 @@
-"""Renderers, one module per tool, registered here in the order auto-detection tries them."""
+"""Renderers, one module per tool, registered here in the order auto-detection tries them.
+
+The order is Argo CD's: its discovery (util/app/discovery/discovery.go, ``Discover``, v3.5.1) walks
+the app directory and records Helm for a ``Chart.yaml`` and then Kustomize for a kustomization
+file, the later assignment winning, so a directory with both renders with Kustomize (which can
+itself inflate the chart through ``helmCharts`` with ``kustomize-enable-helm``). One difference,
+on purpose: Argo CD counts any file *ending* in ``Chart.yaml`` (``OldChart.yaml``) as a Helm
+marker, and then ``helm template`` fails for want of a ``Chart.yaml``; here only ``Chart.yaml``
+itself is, and such a directory renders as plain manifests or Kustomize.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +22,8 @@ from driftguard.errors import InputError
 __all__ = ["RENDERERS", "RenderJob", "Rendered", "Renderer", "choose"]
 
 RENDERERS: dict[str, Renderer] = {
-    "helm": HelmRenderer(),
     "kustomize": KustomizeRenderer(),
+    "helm": HelmRenderer(),
     "directory": DirectoryRenderer(),
 }
 

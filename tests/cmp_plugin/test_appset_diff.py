@@ -190,7 +190,10 @@ def test_another_repository_is_an_error_naming_it(tmp_path: Path) -> None:
         ),
         ({"scmProvider": {"github": {"organization": "o"}}}, "the scmProvider generator is not supported"),
         ({"clusters": {}}, "a clusters generator needs the clusters Argo CD knows: pass --clusters FILE"),
-        ({"list": {"elements": [{"n": 1}]}}, "list element key n is not a string (fasttemplate mode)"),
+        (
+            {"list": {"elements": [{"count": 1}]}},
+            "list element key count is not a string (fasttemplate mode)",
+        ),
     ],
 )
 def test_what_cannot_be_expanded_is_an_error_naming_the_feature(
@@ -408,8 +411,8 @@ def test_a_list_generator_pointing_at_stray_output_and_a_name_clash(tmp_path: Pa
         "refused by appset-stray: ApplicationSet stale spec.generators[0] (list) would create Application "
         "stale-alpha from teams/alpha/kustomize-build, which looks like committed render output"
     ) in proc.stderr
-    clash = {"list": {"elements": [{"n": "alpha"}]}}
-    repo.write("apps/clash.yaml", appset("clash", [clash], app_name="team-{{n}}", path="teams/alpha"))
+    clash = {"list": {"elements": [{"team": "alpha"}]}}
+    repo.write("apps/clash.yaml", appset("clash", [clash], app_name="team-{{team}}", path="teams/alpha"))
     again = repo.commit("a second ApplicationSet makes team-alpha too")
     proc = repo.diff(base, again, "apps/")
     assert proc.returncode == 2
