@@ -1,0 +1,229 @@
+"""The identity store: audit and admission records of who wrote what, kept for a retention window.
+
+Its own table, ``identity_events``, in the outbox's SQLite file (the outbox's per-thread
+connection and ``BEGIN IMMEDIATE`` helper are reused, so one file and one backup hold everything).
+:class:`IdentityStore` is the interface another database (PostgreSQL) implements.
+
+Bounded under an event storm: every string is capped when parsed (driftguard/identity.py), a row
+is at most a few KB, and the table holds at most ``max_rows`` rows (the oldest go first) and none
+older than ``retention``. A resent audit batch is stored once (unique on source and event id).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any, Protocol
+
+from driftguard.drift import HUMAN
+from driftguard.identity import IdentityEvent, best_match, parse_time
+from driftguard.report import DriftReport
+from notifier.outbox import Outbox
+
+__all__ = ["IdentityStore", "SQLiteIdentityStore", "attribute", "create_tables"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS identity_events (
+    source TEXT NOT NULL, event_id TEXT NOT NULL, at REAL NOT NULL, user TEXT NOT NULL, verb TEXT NOT NULL,
+    api_group TEXT NOT NULL, resource TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    uid TEXT NOT NULL, resource_version TEXT NOT NULL, subresource TEXT NOT NULL, field_manager TEXT NOT NULL,
+    user_agent TEXT NOT NULL, groups TEXT NOT NULL, source_ips TEXT NOT NULL, impersonated TEXT NOT NULL,
+    stage TEXT NOT NULL, received_at REAL, stored_at REAL NOT NULL, PRIMARY KEY (source, event_id));
+CREATE INDEX IF NOT EXISTS identity_by_name ON identity_events(namespace, name);
+CREATE INDEX IF NOT EXISTS identity_by_uid ON identity_events(uid);
+CREATE INDEX IF NOT EXISTS identity_by_at ON identity_events(at);
+"""
+
+_COLUMNS = (
+    "source, event_id, at, user, verb, api_group, resource, kind, namespace, name, uid, resource_version,"
+    " subresource, field_manager, user_agent, groups, source_ips, impersonated, stage, received_at, stored_at"
+)
+
+
+def create_tables(outbox: Outbox, schema: str) -> None:
+    """Our own tables in the outbox's file, in one of its ``BEGIN IMMEDIATE`` transactions (SQLite allows DDL there)."""
+    with outbox._tx() as db:
+        for statement in schema.split(";"):
+            if statement.strip():
+                db.execute(statement)
+
+
+class IdentityStore(Protocol):
+    """Where identity records live; the notifier needs only these three calls."""
+
+    def add(self, events: Iterable[IdentityEvent]) -> int:
+        """Store records (a resent one is ignored), prune to the bounds; how many were new."""
+        ...
+
+    def candidates(self, *, namespace: str, name: str, uid: str) -> list[IdentityEvent]:
+        """Records about this object (by name or UID), newest first, within the retention."""
+        ...
+
+    def count(self) -> int: ...
+
+
+class SQLiteIdentityStore:
+    """:class:`IdentityStore` in the outbox's SQLite file."""
+
+    def __init__(self, outbox: Outbox, *, retention: float = 86400.0, max_rows: int = 100_000) -> None:
+        self.outbox = outbox
+        self.retention = retention
+        self.max_rows = max_rows
+        create_tables(outbox, SCHEMA)
+
+    def add(self, events: Iterable[IdentityEvent]) -> int:
+        now = time.time()
+        rows = [
+            (
+                e.source,
+                e.event_id,
+                e.at,
+                e.user,
+                e.verb,
+                e.group,
+                e.resource,
+                e.kind,
+                e.namespace,
+                e.name,
+                e.uid,
+                e.resource_version,
+                e.subresource,
+                e.field_manager,
+                e.user_agent,
+                json.dumps(list(e.groups)),
+                json.dumps(list(e.source_ips)),
+                e.impersonated,
+                e.stage,
+                e.received_at,
+                now,
+            )
+            for e in events
+        ]
+        with self.outbox._tx() as db:
+            before = db.total_changes
+            db.executemany(
+                f"INSERT OR IGNORE INTO identity_events({_COLUMNS}) VALUES ({','.join('?' * 21)})",  # noqa: S608
+                rows,
+            )
+            added = db.total_changes - before
+            db.execute("DELETE FROM identity_events WHERE at<?", (now - self.retention,))
+            excess = db.execute("SELECT count(*) FROM identity_events").fetchone()[0] - self.max_rows
+            if excess > 0:
+                db.execute(
+                    "DELETE FROM identity_events WHERE rowid IN (SELECT rowid FROM identity_events ORDER BY at LIMIT ?)",
+                    (excess,),
+                )
+        return int(added)
+
+    def candidates(self, *, namespace: str, name: str, uid: str) -> list[IdentityEvent]:
+        cutoff = time.time() - self.retention
+        rows = (
+            self.outbox._db()
+            .execute(
+                f"SELECT {_COLUMNS} FROM identity_events WHERE ((namespace=? AND name=?) OR (uid!='' AND uid=?))"  # noqa: S608
+                " AND at>=? ORDER BY at DESC LIMIT 500",
+                (namespace, name, uid, cutoff),
+            )
+            .fetchall()
+        )
+        return [_event(r) for r in rows]
+
+    def count(self) -> int:
+        return int(self.outbox._db().execute("SELECT count(*) FROM identity_events").fetchone()[0])
+
+
+def _event(r: sqlite3.Row) -> IdentityEvent:
+    d: dict[str, Any] = dict(r)
+    return IdentityEvent(
+        source=d["source"],
+        event_id=d["event_id"],
+        at=float(d["at"]),
+        user=d["user"],
+        verb=d["verb"],
+        group=d["api_group"],
+        resource=d["resource"],
+        kind=d["kind"],
+        namespace=d["namespace"],
+        name=d["name"],
+        uid=d["uid"],
+        resource_version=d["resource_version"],
+        subresource=d["subresource"],
+        field_manager=d["field_manager"],
+        user_agent=d["user_agent"],
+        groups=tuple(json.loads(d["groups"])),
+        source_ips=tuple(json.loads(d["source_ips"])),
+        impersonated=d["impersonated"],
+        stage=d["stage"],
+        received_at=d["received_at"],
+    )
+
+
+def _live_meta(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str, str], tuple[str, str]]:
+    """(group, kind, namespace, name) -> (uid, resourceVersion) of each live object in Argo CD's answer."""
+    out: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+    for item in items:
+        live = item.get("liveState")
+        if isinstance(live, str):
+            try:
+                live = json.loads(live)
+            except ValueError:
+                live = None
+        meta = live.get("metadata") if isinstance(live, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        key = (
+            str(item.get("group") or ""),
+            str(item.get("kind") or ""),
+            str(item.get("namespace") or ""),
+            str(item.get("name") or ""),
+        )
+        out[key] = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    return out
+
+
+def attribute(report: DriftReport, items: Iterable[Mapping[str, Any]], store: IdentityStore) -> int:
+    """The join hook: give each human change's actor the person whose record matches (driftguard/identity.py).
+
+    A human change with a managedFields actor and no matching record keeps the field manager and is
+    marked ``matched=False``, so the alert can say that no identity record matched. Returns how many
+    changes got a person.
+    """
+    live = _live_meta(items)
+    found = 0
+    cache: dict[tuple[str, str, str], list[IdentityEvent]] = {}
+    for rd in report.resources:
+        changed = False
+        out = []
+        for c in rd.changes:
+            if c.cls != HUMAN or c.actor is None:
+                out.append(c)
+                continue
+            k = c.resource
+            uid, rv = live.get((k.group, k.kind, k.namespace, k.name), ("", ""))
+            ck = (k.namespace, k.name, uid)
+            if ck not in cache:
+                cache[ck] = store.candidates(namespace=k.namespace, name=k.name, uid=uid)
+            ev = best_match(
+                cache[ck],
+                group=k.group,
+                kind=k.kind,
+                namespace=k.namespace,
+                name=k.name,
+                uid=uid,
+                resource_version=rv,
+                manager=c.actor.manager,
+                time=parse_time(c.actor.time),
+            )
+            if ev is None:
+                actor = replace(c.actor, matched=False)
+            else:
+                found += 1
+                actor = replace(c.actor, user=ev.user, source=ev.source, matched=True)
+            out.append(replace(c, actor=actor))
+            changed = True
+        if changed:
+            rd.changes = out
+    return found
