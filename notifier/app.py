@@ -20,7 +20,7 @@ from notifier.channels import Channel, build_channels
 from notifier.config import NotifierConfig, load_config
 from notifier.delivery import Worker
 from notifier.expand import Expander, system_rules_from_file
-from notifier.identity import IdentityStore, SQLiteIdentityStore
+from notifier.identity import IdentityStore, Recorder, SQLiteIdentityStore
 from notifier.journal import Journal, SQLiteJournal
 from notifier.logs import configure, event
 from notifier.metrics import NotifierMetrics
@@ -43,6 +43,7 @@ class State:
     metrics: NotifierMetrics
     identities: IdentityStore
     journal: Journal
+    recorder: Recorder
 
 
 def load(
@@ -89,7 +90,15 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
     app = Flask("driftguard-notifier")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["driftguard"] = State(
-        settings, config, channels, outbox, worker, metrics, identities, journal
+        settings,
+        config,
+        channels,
+        outbox,
+        worker,
+        metrics,
+        identities,
+        journal,
+        Recorder(identities, on_result=lambda outcome, n: metrics.identity("admission", outcome, n)),
     )
     app.register_blueprint(webhook.bp)
     app.register_blueprint(ops.bp)

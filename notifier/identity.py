@@ -12,7 +12,9 @@ older than ``retention``. A resent audit batch is stored once (unique on source 
 from __future__ import annotations
 
 import json
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -23,7 +25,7 @@ from driftguard.identity import IdentityEvent, best_match, parse_time
 from driftguard.report import DriftReport
 from notifier.outbox import Outbox
 
-__all__ = ["IdentityStore", "SQLiteIdentityStore", "attribute", "create_tables"]
+__all__ = ["IdentityStore", "Recorder", "SQLiteIdentityStore", "attribute", "create_tables"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS identity_events (
@@ -72,6 +74,8 @@ class SQLiteIdentityStore:
         self.outbox = outbox
         self.retention = retention
         self.max_rows = max_rows
+        self._pruned_at = 0.0
+        self._since_prune = 0
         create_tables(outbox, SCHEMA)
 
     def add(self, events: Iterable[IdentityEvent]) -> int:
@@ -109,14 +113,22 @@ class SQLiteIdentityStore:
                 rows,
             )
             added = db.total_changes - before
-            db.execute("DELETE FROM identity_events WHERE at<?", (now - self.retention,))
-            excess = db.execute("SELECT count(*) FROM identity_events").fetchone()[0] - self.max_rows
-            if excess > 0:
-                db.execute(
-                    "DELETE FROM identity_events WHERE rowid IN (SELECT rowid FROM identity_events ORDER BY at LIMIT ?)",
-                    (excess,),
-                )
+            self._since_prune += added
+            # counting a 100,000-row table on every write would cost the admission answer milliseconds:
+            # prune once a second, or at once when a batch could take the table far past its bound
+            if now - self._pruned_at >= 1.0 or self._since_prune >= max(1, self.max_rows // 10):
+                self._prune(db, now)
         return int(added)
+
+    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        self._pruned_at, self._since_prune = now, 0
+        db.execute("DELETE FROM identity_events WHERE at<?", (now - self.retention,))
+        excess = db.execute("SELECT count(*) FROM identity_events").fetchone()[0] - self.max_rows
+        if excess > 0:
+            db.execute(
+                "DELETE FROM identity_events WHERE rowid IN (SELECT rowid FROM identity_events ORDER BY at LIMIT ?)",
+                (excess,),
+            )
 
     def candidates(self, *, namespace: str, name: str, uid: str) -> list[IdentityEvent]:
         cutoff = time.time() - self.retention
@@ -133,6 +145,59 @@ class SQLiteIdentityStore:
 
     def count(self) -> int:
         return int(self.outbox._db().execute("SELECT count(*) FROM identity_events").fetchone()[0])
+
+
+class Recorder:
+    """Admission records written off the request path: the answer never waits for the database.
+
+    A bounded queue and one writer thread per process, batching what arrived. A full queue (the
+    database stuck for seconds under a storm) drops the newest record and counts it, so the
+    webhook still answers at once; a process killed mid-batch loses at most that batch.
+    """
+
+    def __init__(self, store: IdentityStore, *, on_result: Any = None, maxsize: int = 10_000) -> None:
+        self.store = store
+        self.on_result = on_result
+        self._queue: queue.Queue[IdentityEvent] = queue.Queue(maxsize=maxsize)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def record(self, ev: IdentityEvent) -> bool:
+        """Queue a record; False when the queue is full (dropped)."""
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="driftguard-identity", daemon=True)
+                    self._thread.start()
+        try:
+            self._queue.put_nowait(ev)
+        except queue.Full:
+            return False
+        return True
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait until everything queued is written (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < 500:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self.store.add(batch)
+                outcome = "accepted"
+            except sqlite3.Error:
+                outcome = "unavailable"
+            if self.on_result is not None:
+                self.on_result(outcome, len(batch))
+            for _ in batch:
+                self._queue.task_done()
 
 
 def _event(r: sqlite3.Row) -> IdentityEvent:

@@ -246,3 +246,116 @@ def _list(episodes: list[dict[str, Any]]) -> str:
         f"<h2>Episodes</h2>{legend}<table><thead><tr><th>App</th><th>Who</th><th>Changes</th><th>Timeline</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
+
+
+def _err(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+_EPISODE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "app": {"type": "string", "description": "namespace/name of the Application"},
+        "classes": {"type": "array", "items": {"type": "string"}},
+        "severity": {"type": "string"},
+        "who": {"type": "string", "description": "the person, else the field manager"},
+        "user": {"type": "string", "description": "the person from an audit or admission record, or empty"},
+        "field_manager": {"type": "string"},
+        "actor": {"type": "string", "example": "alice@example.com via kubectl-patch, 14:02:07 (3 min ago)"},
+        "changes": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "values masked as in alerts",
+        },
+        "changed_at": {"type": "string", "format": "date-time"},
+        "notified_at": {"type": "string", "format": "date-time"},
+        "alerted_at": {"type": "object", "additionalProperties": {"type": "string", "format": "date-time"}},
+        "healed_at": {"type": "string", "format": "date-time", "nullable": True},
+        "healed_by": {"type": "string", "enum": ["self-heal", "sync", ""]},
+        "open": {"type": "boolean"},
+        "durations_ms": {"type": "object"},
+    },
+}
+OPENAPI_PATHS: dict[str, Any] = {
+    "/v1/incidents": {
+        "get": {
+            "summary": "The drift journal: episodes from change to heal, newest first, and their summary",
+            "security": [{"read": []}],
+            "parameters": [
+                {
+                    "name": "app",
+                    "in": "query",
+                    "schema": {"type": "string"},
+                    "description": "name or namespace/name",
+                },
+                {
+                    "name": "since",
+                    "in": "query",
+                    "schema": {"type": "string"},
+                    "description": "epoch, RFC 3339 or 24h/7d",
+                },
+                {
+                    "name": "who",
+                    "in": "query",
+                    "schema": {"type": "string"},
+                    "description": "person or field manager",
+                },
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "maximum": 5000}},
+            ],
+            "responses": {
+                "200": {
+                    "description": "Episodes",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "episodes": {"type": "array", "items": _EPISODE},
+                                    "summary": {"type": "object"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "400": _err("A bad `since`"),
+                "401": _err("Missing or wrong read token"),
+                "403": _err("Reading is off (no read token or trusted header configured)"),
+            },
+        }
+    },
+    "/incidents": {
+        "get": {
+            "summary": "The drift journal as a page (no external assets)",
+            "security": [{"read": []}],
+            "responses": {"200": {"description": "HTML"}, "401": {"description": "A token form"}},
+        }
+    },
+    "/v1/audit": {
+        "post": {
+            "summary": "kube-apiserver's audit webhook backend: an audit.k8s.io/v1 EventList (metadata kept, bodies never)",
+            "security": [{"bearer": []}],
+            "responses": {
+                "200": {"description": "received, kept, stored (new), skipped (not Events) counts"},
+                "400": _err("Not JSON, or not an EventList"),
+                "401": _err("Missing or wrong bearer token"),
+                "404": _err("The audit webhook is off"),
+                "413": _err("Body or batch too large"),
+                "503": _err("The identity store cannot be written: send again"),
+            },
+        }
+    },
+    "/v1/admission": {
+        "post": {
+            "summary": "Observe-only admission webhook: every AdmissionReview is allowed; the write is recorded",
+            "responses": {
+                "200": {"description": "AdmissionReview with response.allowed true"},
+                "400": _err("Not JSON or no request.uid"),
+                "401": _err("Missing or wrong bearer token (DRIFTGUARD_NOTIFIER_ADMISSION_AUTH=token)"),
+            },
+        }
+    },
+}

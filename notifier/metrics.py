@@ -34,7 +34,7 @@ EXPANDED = (
 SENT = ("sent", "retry", "dead", "unconfirmed")
 STAGES = ("expand", "render", "send")
 IDENTITY_SOURCES = ("audit", "admission")
-IDENTITY_OUTCOMES = ("accepted", "skipped", "invalid", "unauthorized", "unavailable")
+IDENTITY_OUTCOMES = ("accepted", "skipped", "invalid", "unauthorized", "unavailable", "dropped")
 
 
 class _Depth(Collector):

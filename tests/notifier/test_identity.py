@@ -146,6 +146,7 @@ def test_drill_patch_with_its_admission_review_names_alice(
         "kind": "AdmissionReview",
         "response": {"uid": review["request"]["uid"], "allowed": True},
     }
+    idapp.extensions["driftguard"].recorder.flush()  # written off the request path
     stamp = retime_patch(argo, time.time())  # the write lands in the same second the review was answered
     deliver(idapp, notification())
     alerts_name(rx, f"alice@example.com via kubectl-patch, {stamp[11:19]}", "admission")
@@ -225,7 +226,12 @@ def test_admission_always_allows_and_rejects_only_the_unreadable(idapp: Flask) -
     assert resp.get_json()["response"] == {"uid": "u-1", "allowed": True}
     dry = admission_review(inference_live(), dry_run=True)
     assert client.post("/v1/admission", data=json.dumps(dry), headers=auth).get_json()["response"]["allowed"]
+    idapp.extensions["driftguard"].recorder.flush()
     assert idapp.extensions["driftguard"].identities.count() == 0
+    ok = client.post("/v1/admission", data=json.dumps(review), headers=auth)
+    assert ok.get_json()["response"]["allowed"] and ok.headers["Server-Timing"].startswith("app;dur=")
+    idapp.extensions["driftguard"].recorder.flush()
+    assert idapp.extensions["driftguard"].identities.count() == 1
 
 
 def test_the_store_is_bounded_and_forgets_after_the_retention(
