@@ -110,13 +110,20 @@ class SQLiteJournal:
                 known = json.loads(row["changes"])
                 seen = {(k["resource"], k["path"]) for k in known}
                 merged = known + [k for k in changes if (k["resource"], k["path"]) not in seen]
+                # an identity record that arrived after the first alert (an audit batch is up to
+                # --audit-webhook-batch-max-wait late) names the person at the next re-check
                 db.execute(
-                    "UPDATE drift_journal SET changes=?, classes=?, changed_at=min(changed_at, ?), updated_at=? WHERE id=?",
+                    "UPDATE drift_journal SET changes=?, classes=?, changed_at=min(changed_at, ?), updated_at=?,"
+                    " who=CASE WHEN who_user='' AND ?!='' THEN ? ELSE who END,"
+                    " who_user=CASE WHEN who_user='' THEN ? ELSE who_user END WHERE id=?",
                     (
                         json.dumps(merged[:MAX_CHANGES]),
                         json.dumps(sorted(set(json.loads(row["classes"])) | set(classes))),
                         changed_at,
                         now,
+                        person,
+                        person,
+                        person,
                         row["id"],
                     ),
                 )

@@ -131,6 +131,28 @@ def test_drill_patch_with_its_audit_event_names_alice_on_all_channels_and_in_the
     assert set(d["to_alert_by_channel"]) == {"feishu", "pagerduty", "slack"}
     assert incidents(idapp)["summary"]["top_people"] == [{"who": "alice@example.com", "episodes": 1}]
 
+    # the same journal for the terminal
+    outbox = str(idapp.extensions["driftguard"].settings.outbox)
+    text = cli("incidents", "--outbox", outbox, "--who", "alice@example.com")
+    assert text.splitlines()[0].endswith("argocd/deepseek-inference  " + healed["actor"])
+    assert "alerted after" in text and "feishu, pagerduty, slack" in text and "(self-heal)" in text
+    as_json = json.loads(cli("incidents", "--outbox", outbox, "--json", "--app", "deepseek-inference"))
+    assert [e["id"] for e in as_json["episodes"]] == [healed["id"]]
+    assert (
+        cli("incidents", "--outbox", outbox, "--who", "nobody@example.com").strip()
+        == "no drift episode matches"
+    )
+
+
+def cli(*args: str) -> str:
+    import subprocess
+    import sys
+
+    exe = str(Path(sys.executable).parent / "driftguard-notifier")
+    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60, check=False)  # noqa: S603
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
 
 def test_drill_patch_with_its_admission_review_names_alice(
     idapp: Flask, argo: argo_api.FakeArgo, rx: receivers.Receivers
