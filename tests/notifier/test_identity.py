@@ -149,7 +149,7 @@ def cli(*args: str) -> str:
     import sys
 
     exe = str(Path(sys.executable).parent / "driftguard-notifier")
-    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60, check=False)  # noqa: S603
+    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
