@@ -21,18 +21,24 @@ Nothing matching: no identity, and the alert says that no identity record matche
 
 from __future__ import annotations
 
+import json
 import re
 import time as _time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
+
+from driftguard.drift import HUMAN
+from driftguard.report import DriftReport
 
 __all__ = [
     "JOIN_WINDOW",
     "MUTATING_VERBS",
     "IdentityEvent",
+    "IdentityStore",
+    "attribute",
     "best_match",
     "from_admission",
     "from_audit",
@@ -323,3 +329,85 @@ def who(
     if not user and matched is False:
         head += "; no identity record matched"
     return head
+
+
+class IdentityStore(Protocol):
+    """Where identity records live; the notifier needs only these three calls."""
+
+    def add(self, events: Iterable[IdentityEvent]) -> int:
+        """Store records (a resent one is ignored), prune to the bounds; how many were new."""
+        ...
+
+    def candidates(self, *, namespace: str, name: str, uid: str) -> list[IdentityEvent]:
+        """Records about this object (by name or UID), newest first, within the retention."""
+        ...
+
+    def count(self) -> int: ...
+
+
+def _live_meta(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str, str], tuple[str, str]]:
+    """(group, kind, namespace, name) -> (uid, resourceVersion) of each live object in Argo CD's answer."""
+    out: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+    for item in items:
+        live = item.get("liveState")
+        if isinstance(live, str):
+            try:
+                live = json.loads(live)
+            except ValueError:
+                live = None
+        meta = live.get("metadata") if isinstance(live, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        key = (
+            str(item.get("group") or ""),
+            str(item.get("kind") or ""),
+            str(item.get("namespace") or ""),
+            str(item.get("name") or ""),
+        )
+        out[key] = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    return out
+
+
+def attribute(report: DriftReport, items: Iterable[Mapping[str, Any]], store: IdentityStore) -> int:
+    """The join hook: give each human change's actor the person whose record matches (driftguard/identity.py).
+
+    A human change with a managedFields actor and no matching record keeps the field manager and is
+    marked ``matched=False``, so the alert can say that no identity record matched. Returns how many
+    changes got a person.
+    """
+    live = _live_meta(items)
+    found = 0
+    cache: dict[tuple[str, str, str], list[IdentityEvent]] = {}
+    for rd in report.resources:
+        changed = False
+        out = []
+        for c in rd.changes:
+            if c.cls != HUMAN or c.actor is None:
+                out.append(c)
+                continue
+            k = c.resource
+            uid, rv = live.get((k.group, k.kind, k.namespace, k.name), ("", ""))
+            ck = (k.namespace, k.name, uid)
+            if ck not in cache:
+                cache[ck] = store.candidates(namespace=k.namespace, name=k.name, uid=uid)
+            ev = best_match(
+                cache[ck],
+                group=k.group,
+                kind=k.kind,
+                namespace=k.namespace,
+                name=k.name,
+                uid=uid,
+                resource_version=rv,
+                manager=c.actor.manager,
+                time=parse_time(c.actor.time),
+            )
+            if ev is None:
+                actor = replace(c.actor, matched=False)
+            else:
+                found += 1
+                actor = replace(c.actor, user=ev.user, source=ev.source, matched=True)
+            out.append(replace(c, actor=actor))
+            changed = True
+        if changed:
+            rd.changes = out
+    return found

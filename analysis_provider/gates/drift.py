@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict
+from driftguard.identity import who as identity_who
 from driftguard.report import build_report
 
 __all__ = ["DriftGate"]
@@ -39,7 +40,12 @@ class DriftGate:
             if c.cls in ("missing", "prune-candidate"):
                 reasons.append(f"{c.resource}: {c.cls}")
             else:
-                who = f" by {c.actor.manager} at {c.actor.time}" if c.actor else ""
+                # the alerts' actor line (driftguard/identity.py); the person once the gate has an identity store
+                who = (
+                    f" by {identity_who(manager=c.actor.manager, time=c.actor.time, user=c.actor.user, matched=c.actor.matched)}"
+                    if c.actor
+                    else ""
+                )
                 reasons.append(f"{c.resource}: {c.change.path} {_v(c.change.old)} -> {_v(c.change.new)}{who}")
         if len(alerting) > SHOWN:
             reasons.append(f"... and {len(alerting) - SHOWN} more")
