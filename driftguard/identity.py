@@ -11,7 +11,8 @@ The join (:func:`best_match`), for one drifted field whose managedFields entry n
 1. the event is about the same object: the same UID when both carry one, else the same API group,
    resource (the kind's plural) or kind, namespace and name;
 2. the event's field manager is the managedFields entry's manager (the ``fieldManager`` the request
-   named, else the API server's default, the user agent up to its first ``/``);
+   named, else the API server's default, the user agent up to its first ``/``; an admission record
+   without ``options.fieldManager`` matches any manager);
 3. an event whose ``resourceVersion`` is the live object's is taken first (exact); otherwise the
    event's time is within ``window`` seconds (default 5) of the managedFields time, which the API
    server truncates to the second; the closest wins, the newest on a tie.
