@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(TOOLS):$(CURDIR)/$(BIN):$(PATH)
 export DRIFTGUARD_HELM ?= $(CURDIR)/$(TOOLS)/helm
 export DRIFTGUARD_KUSTOMIZE ?= $(CURDIR)/$(TOOLS)/kubectl
 
-.PHONY: setup tools lint test corpus demo bench clean
+.PHONY: setup tools browser lint test corpus demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 $(TOOLS)/helm $(TOOLS)/kubectl &: scripts/install_tools.py | $(BIN)/python
 	$(BIN)/python scripts/install_tools.py $(TOOLS)
 
-setup: $(STAMP) tools
+setup: $(STAMP) tools browser
+
+# The browser test drives Debian's own chromium headless (nothing downloads a browser): installed
+# here when root and missing; otherwise tests/notifier/test_incidents_page.py says what to install.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	else echo "make setup: chromium and chromium-driver are missing (not root: apt-get install chromium chromium-driver)"; fi
 
 tools: $(TOOLS)/helm $(TOOLS)/kubectl
 

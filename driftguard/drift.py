@@ -132,6 +132,12 @@ class Actor:
     manager: str
     operation: str = ""
     time: str | None = None
+    user: str = ""
+    """The person, when an identity record (audit or admission) matched this write (driftguard/identity.py)."""
+    source: str = ""
+    """Where ``user`` came from: ``audit`` or ``admission``."""
+    matched: bool | None = None
+    """None: no identity lookup ran; False: one ran and no record matched; True: ``user`` is set."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +171,10 @@ class Classified:
                 "operation": self.actor.operation,
                 "time": self.actor.time,
             }
+            if self.actor.matched is not None:  # an identity lookup ran (notifier/identity.py)
+                out["actor"].update(
+                    user=self.actor.user, source=self.actor.source, matched=self.actor.matched
+                )
         return out
 
 

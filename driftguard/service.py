@@ -30,8 +30,14 @@ def redact_salt_for(token: str) -> bytes:
     return hashlib.sha256(b"driftguard-redact\0" + token.encode()).digest() if token else os.urandom(16)
 
 
-def exec_gunicorn(app: str, *, bind: str, workers: int, threads: int) -> None:
-    """Replace this process with gunicorn serving ``app`` (e.g. ``notifier.app:create_app()``)."""
+def exec_gunicorn(
+    app: str, *, bind: str, workers: int, threads: int, certfile: str = "", keyfile: str = ""
+) -> None:
+    """Replace this process with gunicorn serving ``app`` (e.g. ``notifier.app:create_app()``).
+
+    ``certfile``/``keyfile``: serve TLS (gunicorn's own ssl options; they apply to every bind, so a
+    service that needs plain HTTP and TLS runs two of these, e.g. the notifier's admission listener).
+    """
     if not os.environ.get(MULTIPROC_ENV):
         # the workers' metric files: one fresh private folder per service start
         prepare_multiprocess_dir(Path(tempfile.mkdtemp(prefix="driftguard-metrics-")))
@@ -47,6 +53,8 @@ def exec_gunicorn(app: str, *, bind: str, workers: int, threads: int) -> None:
         str(threads),
     ]
     argv += ["--worker-class", "gthread", "--access-logfile", "-", "--graceful-timeout", "20"]
+    if certfile or keyfile:
+        argv += ["--certfile", certfile, "--keyfile", keyfile]
     # child_exit keeps prometheus-client's multiprocess metrics honest (driftguard/metrics.py)
     argv += ["--config", "python:driftguard.gunicorn_conf", app]
     os.execv(sys.executable, argv)  # noqa: S606 - fixed argv, no shell

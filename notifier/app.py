@@ -15,11 +15,13 @@ from werkzeug.exceptions import HTTPException
 from driftguard.argocd import ArgoCDClient
 from driftguard.errors import ConfigError
 from driftguard.redact import Redactor
-from notifier import ops, webhook
+from notifier import audit, incidents, ops, webhook
 from notifier.channels import Channel, build_channels
 from notifier.config import NotifierConfig, load_config
 from notifier.delivery import Worker
 from notifier.expand import Expander, system_rules_from_file
+from notifier.identity import IdentityStore, Recorder, SQLiteIdentityStore
+from notifier.journal import Journal, SQLiteJournal
 from notifier.logs import configure, event
 from notifier.metrics import NotifierMetrics
 from notifier.outbox import Outbox
@@ -39,6 +41,9 @@ class State:
     outbox: Outbox
     worker: Worker
     metrics: NotifierMetrics
+    identities: IdentityStore
+    journal: Journal
+    recorder: Recorder
 
 
 def load(
@@ -57,10 +62,15 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
     configure()
     settings, config, channels, outbox = load(settings, config=config)
     assert settings.argocd is not None  # load() checked it
+    identities = SQLiteIdentityStore(
+        outbox, retention=settings.identity_retention, max_rows=settings.identity_max_rows
+    )
+    journal = SQLiteJournal(outbox)
     expander = Expander(
         ArgoCDClient(settings.argocd),
         system_rules=system_rules_from_file(settings.argocd_cm_file),
         redactor=Redactor(salt=settings.redact_salt),
+        identities=identities,
     )
     metrics = NotifierMetrics(channels, outbox.depth)
     worker = Worker(
@@ -75,12 +85,25 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         max_attempts=settings.max_attempts,
         max_retry_after=settings.max_retry_after,
         send_timeout=min(10.0, settings.lease * 0.4),
+        journal=journal,
     )
     app = Flask("driftguard-notifier")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.extensions["driftguard"] = State(settings, config, channels, outbox, worker, metrics)
+    app.extensions["driftguard"] = State(
+        settings,
+        config,
+        channels,
+        outbox,
+        worker,
+        metrics,
+        identities,
+        journal,
+        Recorder(identities, on_result=lambda outcome, n: metrics.identity("admission", outcome, n)),
+    )
     app.register_blueprint(webhook.bp)
     app.register_blueprint(ops.bp)
+    app.register_blueprint(audit.bp)
+    app.register_blueprint(incidents.bp)
 
     @app.errorhandler(413)
     def too_large(_: Exception) -> tuple[Response, int]:

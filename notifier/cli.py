@@ -2,6 +2,7 @@
 
 driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4]
 driftguard-notifier --check-config
+driftguard-notifier incidents [--app NAME] [--since 7d] [--who alice@example.com] [--json]
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from driftguard.errors import DriftguardError
 from driftguard.service import exec_gunicorn
@@ -16,7 +18,66 @@ from driftguard.service import exec_gunicorn
 __all__ = ["main"]
 
 
+def incidents(argv: list[str]) -> int:
+    """The drift journal for the terminal (``kubectl exec deploy/driftguard-notifier -- driftguard-notifier incidents``)."""
+    import json
+
+    from notifier.incidents import parse_since
+    from notifier.journal import SQLiteJournal, summary
+    from notifier.outbox import Outbox
+
+    parser = argparse.ArgumentParser(
+        prog="driftguard-notifier incidents", description="drift episodes, newest first"
+    )
+    parser.add_argument("--app", default="", help="Application name or namespace/name")
+    parser.add_argument("--who", default="", help="a person or a field manager")
+    parser.add_argument(
+        "--since", default="7d", help="epoch, RFC 3339, or a duration: 90m, 24h, 7d (default 7d)"
+    )
+    parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--json", action="store_true", help="the /v1/incidents answer")
+    parser.add_argument(
+        "--outbox",
+        default=os.environ.get("DRIFTGUARD_NOTIFIER_OUTBOX", "/var/lib/driftguard/outbox.sqlite3"),
+        help="the outbox file (DRIFTGUARD_NOTIFIER_OUTBOX)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        since = parse_since(args.since)
+        if not Path(args.outbox).is_file():
+            raise DriftguardError(
+                f"{args.outbox} does not exist (set DRIFTGUARD_NOTIFIER_OUTBOX or --outbox)"
+            )
+        outbox = Outbox(Path(args.outbox))
+        episodes = SQLiteJournal(outbox).episodes(app=args.app, who=args.who, since=since, limit=args.limit)
+    except (ValueError, DriftguardError) as exc:
+        print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"episodes": episodes, "summary": summary(episodes)}, indent=2, ensure_ascii=False))
+        return 0
+    if not episodes:
+        print("no drift episode matches")
+        return 0
+    for e in episodes:
+        d = e["durations_ms"]
+        alert = "-" if d["to_alert"] is None else f"{d['to_alert'] / 1000:.1f}s"
+        heal = "open" if e["open"] else f"{d['to_heal'] / 1000:.1f}s ({e['healed_by']})"
+        fields = ", ".join(f"{c['kind']} {c['name']} {c['path'] or '(object)'}" for c in e["changes"][:3])
+        more = f" +{len(e['changes']) - 3}" if len(e["changes"]) > 3 else ""
+        print(f"{e['changed_at']}  {e['app']}  {e['actor']}")
+        print(f"    {fields}{more}")
+        print(f"    alerted after {alert} on {', '.join(e['alerted_at']) or 'no channel'}; healed: {heal}")
+    s = summary(episodes)
+    people = ", ".join(f"{p['who']} ({p['episodes']})" for p in s["top_people"])
+    print(f"{s['episodes']} episode(s); top people: {people}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["incidents"]:
+        return incidents(argv[1:])
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier",
         description="Argo CD notifications in, drift alerts out (Feishu, Slack, PagerDuty)",
@@ -27,11 +88,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument(
+        "--certfile",
+        default=os.environ.get("DRIFTGUARD_NOTIFIER_TLS_CERT", ""),
+        help="serve TLS with this certificate (the admission listener: the API server calls webhooks only over TLS)",
+    )
+    parser.add_argument("--keyfile", default=os.environ.get("DRIFTGUARD_NOTIFIER_TLS_KEY", ""))
+    parser.add_argument(
         "--check-config",
         action="store_true",
         help="validate settings, config, templates, channels and the outbox, then exit",
     )
     args = parser.parse_args(argv)
+    if bool(args.certfile) != bool(args.keyfile):
+        print("driftguard-notifier: error: --certfile and --keyfile go together", file=sys.stderr)
+        return 2
+    for path in (args.certfile, args.keyfile):
+        if path and not Path(path).is_file():
+            print(
+                f"driftguard-notifier: error: {path} does not exist (DRIFTGUARD_NOTIFIER_TLS_CERT/_KEY)",
+                file=sys.stderr,
+            )
+            return 2
     from notifier.app import load
 
     # validated once here, so a bad setting is one line in the pod's log, not a traceback per worker
@@ -46,5 +123,12 @@ def main(argv: list[str] | None = None) -> int:
             f"driftguard-notifier: config ok: channels {', '.join(sorted(channels))}; {len(config.routes)} route(s)"
         )
         return 0
-    exec_gunicorn("notifier.app:create_app()", bind=args.bind, workers=args.workers, threads=args.threads)
+    exec_gunicorn(
+        "notifier.app:create_app()",
+        bind=args.bind,
+        workers=args.workers,
+        threads=args.threads,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+    )
     return 0  # pragma: no cover

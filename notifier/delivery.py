@@ -35,6 +35,7 @@ from notifier.channels import ALERT, FALLBACK, NOTICE, RESOLVE, Channel
 from notifier.channels._http import HttpSender
 from notifier.config import ROUTABLE, NotifierConfig
 from notifier.expand import Expander
+from notifier.journal import Journal
 from notifier.logs import event
 from notifier.metrics import NotifierMetrics
 from notifier.notices import NOTICE_TRIGGERS, notice_for
@@ -66,6 +67,7 @@ class Worker:
         retry_cap: float = 300.0,
         poll: float = 0.2,
         send_timeout: float = 10.0,
+        journal: Journal | None = None,
     ) -> None:
         self.outbox = outbox
         self.expander = expander
@@ -80,6 +82,7 @@ class Worker:
         self.retry_base = retry_base
         self.retry_cap = retry_cap
         self.poll = poll
+        self.journal = journal
         self.sender = HttpSender(connect_timeout=min(3.05, send_timeout), read_timeout=send_timeout)
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -295,7 +298,11 @@ class Worker:
             self.outbox.open_incident(
                 app_key, name=report.app.name, namespace=report.app.namespace, fingerprint=fingerprint
             )
+            if self.journal is not None:
+                self.journal.drift(report, notified_at=received_at)
             return out, "alert"
+        if self.journal is not None and report.app.sync_status == "Synced":
+            self.journal.healed(app_key, at=received_at, by=_healed_by(app))  # no-op without an open episode
         was_open = self.outbox.incident(app_key) is not None
         if not was_open and trigger not in RESOLVE_TRIGGERS:
             return out, "quiet"
@@ -380,6 +387,8 @@ class Worker:
             event("dead_letter", level=logging.ERROR, error=scrub_text(str(exc))[:300], **fields)
             return
         latency = self.outbox.delivered(msg)
+        if self.journal is not None and row["kind"] == ALERT:
+            self.journal.alerted(row["app"], row["channel"], at=float(row["received_at"]) + latency)
         self.metrics.sent(row["channel"], "sent")
         self.metrics.delivered(row["channel"], latency)
         event("delivered", latency_ms=round(latency * 1000, 1), attempts=row["attempts"], **fields)
@@ -387,6 +396,13 @@ class Worker:
     def _backoff(self, attempts: int) -> float:
         base = min(self.retry_cap, self.retry_base * (2 ** max(0, attempts - 1)))
         return float(base * (0.5 + random.random() / 2))  # noqa: S311 - jitter, not crypto
+
+
+def _healed_by(app: dict[str, Any]) -> str:
+    """``self-heal`` when Argo CD's last operation was automated, else ``sync`` (a person or a CI ran it)."""
+    op = (app.get("status") or {}).get("operationState") or {}
+    initiated = (op.get("operation") or {}).get("initiatedBy") or {}
+    return "self-heal" if initiated.get("automated") else "sync"
 
 
 def _message(

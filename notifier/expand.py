@@ -12,6 +12,7 @@ from driftguard.ignore import IgnoreRule, JqRunner, rules_from_argocd_cm
 from driftguard.manifests import load_file
 from driftguard.redact import Redactor
 from driftguard.report import DriftReport, build_report
+from notifier.identity import IdentityStore, attribute
 
 __all__ = ["Expander", "system_rules_from_file"]
 
@@ -49,11 +50,13 @@ class Expander:
         system_rules: list[IgnoreRule],
         redactor: Redactor,
         policy: Policy | None = None,
+        identities: IdentityStore | None = None,
     ) -> None:
         self.client = client
         self.system_rules = system_rules
         self.redactor = redactor
         self.policy = policy
+        self.identities = identities
         self.jq = JqRunner()
 
     def report(self, name: str, app_namespace: str) -> tuple[dict[str, Any], DriftReport]:
@@ -63,6 +66,8 @@ class Expander:
         report = build_report(
             app, items, system_rules=self.system_rules, policy=self.policy, redactor=self.redactor, jq=self.jq
         )
+        if self.identities is not None:
+            attribute(report, items, self.identities)  # the join hook: the person behind each human change
         return app, report
 
     def close(self) -> None:

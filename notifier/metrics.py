@@ -33,6 +33,8 @@ EXPANDED = (
 )
 SENT = ("sent", "retry", "dead", "unconfirmed")
 STAGES = ("expand", "render", "send")
+IDENTITY_SOURCES = ("audit", "admission")
+IDENTITY_OUTCOMES = ("accepted", "skipped", "invalid", "unauthorized", "unavailable", "dropped")
 
 
 class _Depth(Collector):
@@ -82,6 +84,12 @@ class NotifierMetrics:
             ["channel"],
             registry=r,
         )
+        self._identity = Counter(
+            "driftguard_notifier_identity_records",
+            "Identity records received on /v1/audit and /v1/admission, by source and outcome.",
+            ["source", "outcome"],
+            registry=r,
+        )
         self._failures = Counter(
             "driftguard_notifier_failures",
             "Failed attempts, by stage (expand: Argo CD or the drift engine; render: templates; send: a receiver).",
@@ -118,6 +126,9 @@ class NotifierMetrics:
 
     def deduplicated(self, channel: str) -> None:
         self._dedup.labels(self._channel(channel)).inc()
+
+    def identity(self, source: str, outcome: str, n: int = 1) -> None:
+        self._identity.labels(bounded(source, IDENTITY_SOURCES), bounded(outcome, IDENTITY_OUTCOMES)).inc(n)
 
     def failure(self, stage: str) -> None:
         self._failures.labels(bounded(stage, STAGES)).inc()

@@ -6,6 +6,8 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
+from notifier.incidents import OPENAPI_PATHS as _IDENTITY_PATHS
+
 __all__ = ["OPENAPI", "bp"]
 
 bp = Blueprint("ops", __name__)
@@ -122,4 +124,10 @@ OPENAPI: dict[str, Any] = {
             "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "Text exposition"}}}
         },
     },
+}
+OPENAPI["paths"].update(_IDENTITY_PATHS)  # issue 21: audit, admission, the journal
+OPENAPI["components"]["securitySchemes"]["read"] = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "the read token",
 }

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from driftguard.diff import FieldChange
-from driftguard.drift import ALERTING, CLASSES, MISSING, PRUNE_CANDIDATE, Actor, Classified
+from driftguard.drift import ALERTING, CLASSES, HUMAN, MISSING, PRUNE_CANDIDATE, Actor, Classified
 from driftguard.errors import ConfigError
+from driftguard.identity import who
 from driftguard.manifests import ResourceKey
 from driftguard.report import SEVERITIES, AppInfo, DriftReport
 
@@ -78,8 +79,12 @@ def _mrkdwn(v: Any) -> str:
     return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def change_view(c: Classified) -> dict[str, Any]:
-    """One change as templates see it: every key present (``actor`` is None when nobody is known)."""
+def change_view(c: Classified, *, now: float | None = None) -> dict[str, Any]:
+    """One change as templates see it: every key present (``actor`` and ``who`` empty when nobody is known).
+
+    ``who`` is the actor line, ``alice@example.com via kubectl-patch, 14:02:07 (3 min ago)``
+    (driftguard/identity.py ``who``); templates print it as they like.
+    """
     out = c.to_json()
     actor = out.get("actor")
     out["actor"] = (
@@ -87,10 +92,15 @@ def change_view(c: Classified) -> dict[str, Any]:
             "manager": actor.get("manager") or "",
             "operation": actor.get("operation") or "",
             "time": actor.get("time"),
+            "user": actor.get("user") or "",
+            "source": actor.get("source") or "",
+            "matched": actor.get("matched"),
         }
         if isinstance(actor, dict)
         else None
     )
+    a = c.actor
+    out["who"] = who(manager=a.manager, time=a.time, user=a.user, matched=a.matched, now=now) if a else ""
     return out
 
 
@@ -124,7 +134,16 @@ def view(report: DriftReport, *, link: str = "", kind: str = "alert", severity: 
         "suppressed": report.suppressed,
         "link": link,
         "fingerprint": report.fingerprint(),
+        "who": _first_who(report.alerting),
     }
+
+
+def _first_who(changes: list[Classified]) -> str:
+    """The report's actor line: the first human change's person (else its manager), for PagerDuty's ``actor``."""
+    ranked = sorted(
+        (c for c in changes if c.actor), key=lambda c: (c.cls != HUMAN, not c.actor or not c.actor.user)
+    )
+    return change_view(ranked[0])["who"] if ranked else ""
 
 
 def notice_view(
@@ -179,7 +198,19 @@ def sample_views() -> list[dict[str, Any]]:
         operation_phase="Succeeded",
     )
     bare = AppInfo("sample-app")
-    actors = (Actor("kubectl-edit", "Update", "2026-01-01T00:00:00Z"), Actor("kubectl-patch"), None)
+    actors = (
+        Actor("kubectl-edit", "Update", "2026-01-01T00:00:00Z"),
+        Actor(
+            "kubectl-patch",
+            "Update",
+            "2026-01-01T00:00:00Z",
+            user="alice@example.com",
+            source="audit",
+            matched=True,
+        ),
+        Actor("kubectl-patch", matched=False),
+        None,
+    )
     values: tuple[tuple[Any, Any], ...] = (
         (1, 2),
         (None, {"a": [1, "x"]}),

@@ -52,6 +52,21 @@ class NotifierSettings:
     (DRIFTGUARD_NOTIFIER_LEASE). Sends time out well within it."""
     worker: bool = True
     """Run the delivery worker thread in each process (DRIFTGUARD_NOTIFIER_WORKER=false to run none)."""
+    audit_token: str = field(default="", repr=False)
+    """Bearer token the API server's audit webhook (and admission webhook) must send; empty: /v1/audit is off
+    (DRIFTGUARD_NOTIFIER_AUDIT_TOKEN)."""
+    admission_auth: str = "token"
+    """`token`: /v1/admission needs the audit token; `none`: managed clusters whose API server cannot send one,
+    reachable only over the TLS port (DRIFTGUARD_NOTIFIER_ADMISSION_AUTH)."""
+    identity_retention: float = 86400.0
+    """Seconds identity records are kept (DRIFTGUARD_NOTIFIER_IDENTITY_RETENTION)."""
+    identity_max_rows: int = 100_000
+    """Most identity records kept; the oldest go first under an event storm (DRIFTGUARD_NOTIFIER_IDENTITY_MAX_ROWS)."""
+    read_token: str = field(default="", repr=False)
+    """Bearer token for /v1/incidents and /incidents, separate from the webhook token (DRIFTGUARD_NOTIFIER_READ_TOKEN)."""
+    read_trusted_header: str = ""
+    """A header an authenticating proxy sets (e.g. X-Forwarded-User): its presence lets a reader in
+    (DRIFTGUARD_NOTIFIER_READ_TRUSTED_HEADER). Only behind a proxy that strips it from clients."""
     argocd: ArgoCDSettings | None = None
 
     def __post_init__(self) -> None:
@@ -64,6 +79,17 @@ class NotifierSettings:
             raise ConfigError("DRIFTGUARD_NOTIFIER_*", "durations must be positive")
         if self.max_body_bytes <= 0 or self.dedup_window < 0 or self.dead_letter_after <= 0:
             raise ConfigError("DRIFTGUARD_NOTIFIER_*", "sizes and durations must be positive")
+        for name, value in (("AUDIT_TOKEN", self.audit_token), ("READ_TOKEN", self.read_token)):
+            if value and len(value) < 16:
+                raise ConfigError(f"DRIFTGUARD_NOTIFIER_{name}", "must be 16+ characters")
+        if self.read_token and self.read_token in (self.token, self.audit_token):
+            raise ConfigError(
+                "DRIFTGUARD_NOTIFIER_READ_TOKEN", "must differ from the webhook and audit tokens"
+            )
+        if self.admission_auth not in ("token", "none"):
+            raise ConfigError("DRIFTGUARD_NOTIFIER_ADMISSION_AUTH", "must be `token` or `none`")
+        if self.identity_retention <= 0 or self.identity_max_rows < 1:
+            raise ConfigError("DRIFTGUARD_NOTIFIER_IDENTITY_*", "retention and row limit must be positive")
         if not self.redact_salt:
             object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
 
@@ -91,4 +117,10 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_NOTIFIER_LEASE": ("lease", float),
     "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
     "DRIFTGUARD_NOTIFIER_WORKER": ("worker", boolean),
+    "DRIFTGUARD_NOTIFIER_AUDIT_TOKEN": ("audit_token", str),
+    "DRIFTGUARD_NOTIFIER_ADMISSION_AUTH": ("admission_auth", str.strip),
+    "DRIFTGUARD_NOTIFIER_IDENTITY_RETENTION": ("identity_retention", float),
+    "DRIFTGUARD_NOTIFIER_IDENTITY_MAX_ROWS": ("identity_max_rows", int),
+    "DRIFTGUARD_NOTIFIER_READ_TOKEN": ("read_token", str),
+    "DRIFTGUARD_NOTIFIER_READ_TRUSTED_HEADER": ("read_trusted_header", str.strip),
 }

@@ -7,6 +7,7 @@ from typing import Any
 from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict, a_string
 from driftguard import upstream
 from driftguard.errors import InputError, UpstreamUnavailable
+from driftguard.identity import who as identity_who
 from driftguard.report import build_report
 
 __all__ = ["DriftGate"]
@@ -45,7 +46,12 @@ class DriftGate:
             if c.cls in ("missing", "prune-candidate"):
                 reasons.append(f"{c.resource}: {c.cls}")
             else:
-                who = f" by {c.actor.manager} at {c.actor.time}" if c.actor else ""
+                # the alerts' actor line (driftguard/identity.py); the person once the gate has an identity store
+                who = (
+                    f" by {identity_who(manager=c.actor.manager, time=c.actor.time, user=c.actor.user, matched=c.actor.matched)}"
+                    if c.actor
+                    else ""
+                )
                 reasons.append(f"{c.resource}: {c.change.path} {_v(c.change.old)} -> {_v(c.change.new)}{who}")
         if len(alerting) > SHOWN:
             reasons.append(f"... and {len(alerting) - SHOWN} more")

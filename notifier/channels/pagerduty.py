@@ -71,6 +71,7 @@ class PagerDutyChannel:
                 "changes": [c for res in view["resources"] for c in res["changes"]][:100],
                 "suppressed": view["suppressed"],
                 "fingerprint": view["fingerprint"],
+                "actor": view.get("who", ""),  # the person behind the drift (issue 21)
             }
         if len(summary) > MAX_SUMMARY:
             summary = summary[: MAX_SUMMARY - 1] + "…"

@@ -18,6 +18,8 @@ from standins.drill import serve_drill
 
 TOKEN = "notifier-test-token-0123456789"
 PD_KEY = "0123456789abcdef0123456789abcdef"
+AUDIT_TOKEN = "audit-token-0123456789abcdef"
+READ_TOKEN = "read-token-0123456789abcdef"
 
 
 @pytest.fixture
@@ -104,3 +106,13 @@ def service_env(
         **extra,
     }
     return {k: v for k, v in env.items() if v}
+
+
+@pytest.fixture
+def idapp(tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers) -> Iterator[Flask]:
+    settings = make_settings(tmp_path, argo.url, audit_token=AUDIT_TOKEN, read_token=READ_TOKEN)
+    application = create_app(settings, config=make_config(rx))
+    yield application
+    state = application.extensions["driftguard"]
+    state.worker.stop()
+    state.worker.expander.close()
