@@ -39,6 +39,7 @@ NAMES_PER_KIND = 5
 VALUE_CHARS = 80
 PATH_CHARS = 160
 NAME_CHARS = 120
+TITLE_VALUE = 40
 _PREFIXES = (
     "spec.jobTemplate.spec.template.spec.",
     "spec.template.spec.",
@@ -242,7 +243,13 @@ def digest(
         "classes": sorted(classes),
         "todo": [k for k in ("prune", "missing", "human") if _todo(k, classes)],
         "suppressed": dict(v.get("suppressed") or {}),
-        "headline": fields[0] if fields else None,
+        "headline": {
+            **fields[0],
+            "old": short(fields[0]["old"], TITLE_VALUE),
+            "new": short(fields[0]["new"], TITLE_VALUE),
+        }
+        if fields
+        else None,
         "top": ordered[0] if ordered else None,
     }
 

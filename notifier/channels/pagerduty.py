@@ -45,7 +45,7 @@ def dedup_key(app: Mapping[str, Any]) -> str:
     if len(key) <= MAX_DEDUP_KEY:
         return key
     digest_ = hashlib.sha256(key.encode()).hexdigest()[:32]
-    return f"{key[: MAX_DEDUP_KEY - 34]}~{digest_}"
+    return f"{key[: MAX_DEDUP_KEY - 33]}~{digest_}"
 
 
 def _summary(text: str) -> str:
