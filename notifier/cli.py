@@ -2,6 +2,7 @@
 
 driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4]
 driftguard-notifier --check-config
+driftguard-notifier preview --managed-resources FILE --app FILE --channel feishu|slack|pagerduty [--locale]
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["preview"]:
+        from notifier.preview import main as preview
+
+        return preview(argv[1:])
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier",
         description="Argo CD notifications in, drift alerts out (Feishu, Slack, PagerDuty)",
