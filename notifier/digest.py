@@ -31,6 +31,7 @@ __all__ = [
     "friendly",
     "readable_path",
     "short",
+    "trim_notice",
 ]
 
 PROTECTED_KINDS = ("PersistentVolumeClaim", "Namespace", "CustomResourceDefinition", "StatefulSet")
@@ -40,6 +41,8 @@ VALUE_CHARS = 80
 PATH_CHARS = 160
 NAME_CHARS = 120
 TITLE_VALUE = 40
+NOTICE_MESSAGE = 1500
+NOTICE_LINES = 30
 _PREFIXES = (
     "spec.jobTemplate.spec.template.spec.",
     "spec.template.spec.",
@@ -192,8 +195,8 @@ def digest(
                     "path": short(c["path"], PATH_CHARS),
                     "readable": readable,
                     "label": friendly(readable),
-                    "old": short(c["old"]),
-                    "new": short(c["new"]),
+                    "old": short(c["old"]) if c["old"] != "" else '""',
+                    "new": short(c["new"]) if c["new"] != "" else '""',
                     "manager": short((actor or {}).get("manager") or "", NAME_CHARS),
                     "when": _when((actor or {}).get("time"), tz, now),
                     "_t": (actor or {}).get("time") or "",
@@ -251,6 +254,18 @@ def digest(
         if fields
         else None,
         "top": ordered[0] if ordered else None,
+    }
+
+
+def trim_notice(v: dict[str, Any]) -> dict[str, Any]:
+    """A notice view with Argo CD's message and lines cut to what a chat message can carry."""
+    lines = [short(line, 300) for line in v.get("lines", [])[:NOTICE_LINES]]
+    if len(v.get("lines", [])) > NOTICE_LINES:
+        lines.append(f"… +{len(v['lines']) - NOTICE_LINES}")
+    return {
+        **v,
+        "message": short(v.get("message") or "", NOTICE_MESSAGE) if v.get("message") else "",
+        "lines": lines,
     }
 
 

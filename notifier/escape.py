@@ -47,7 +47,7 @@ def slack_text(text: str) -> str:
 def slack_code(text: str) -> str:
     """A value to put between backticks: nothing in it can close the span or format."""
     text = slack_text(text).replace("`", "\u02cb").replace("://", ":\u200b//")
-    return text if text.strip() else "∅"
+    return text if text.strip() else "-"
 
 
 def escaped(value: Any, fn: Callable[[str], str], key: str = "") -> Any:

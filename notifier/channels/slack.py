@@ -22,7 +22,7 @@ from notifier.channels._fit import MAX_ITEMS, items, largest, left_out
 from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.digest import digest
+from notifier.digest import digest, trim_notice
 from notifier.escape import escaped, slack_code, slack_text
 from notifier.render import Templates, fallback_text
 
@@ -106,6 +106,7 @@ class SlackChannel:
     def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
         if kind in (NOTICE, FALLBACK):
             if kind == NOTICE:
+                view = trim_notice(view)
                 title = self._t("notice_title", view)
                 text = self._t("notice_body", escaped(view, slack_code))
             else:

@@ -465,3 +465,25 @@ def _truth_pd(report: DriftReport, details: dict[str, Any]) -> None:
     fields = sum(1 for c in report.alerting if c.cls == HUMAN)
     assert sum(k["count"] for k in details["kinds"]) + details["not_shown"]["resources"] == gone_total
     assert len(details["changes"]) + details["not_shown"]["fields"] == fields
+
+
+@pytest.mark.parametrize("event", ["sync-failed", "render-refused", "prune-pending"])
+def test_a_notice_with_a_huge_hostile_message_fits_and_stays_text(event: str) -> None:
+    from notifier.render import notice_view
+
+    hostile = " ".join(INJECTION) + "\n" + "x" * 200_000
+    v = notice_view(
+        app(),
+        event=event,
+        message=hostile,
+        lines=[hostile] * 500,
+        counts={"<at id=all></at>": 3, "Deployment": 412},
+        link=LINK + "shop",
+    )
+    for chs in OFFLINE.values():
+        for name, ch in chs.items():
+            msg = check_limits(name, ch.prepare(ch.payload(v, kind="notice")).body)
+            if name == "feishu":
+                assert "<at" not in _markdown(msg)
+            if name == "slack":
+                assert "<at" not in _sections(msg)
