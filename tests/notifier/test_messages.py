@@ -339,6 +339,14 @@ def test_pagerduty_leads_with_the_newest_drift_on_the_same_open_incident(rx: Rec
     sender.send(ch, ch.payload(view(later), kind="alert"))
     a, b = (c.json() for c in rx.on("/pagerduty"))
     assert a["dedup_key"] == b["dedup_key"]  # one incident per drift episode, resolved with the same key
+    [alert] = rx.pagerduty_alerts()  # as PagerDuty keeps it: one open alert, the second trigger in its log
+    assert alert["status"] == "triggered" and alert["summary"] == a["payload"]["summary"]
+    assert alert["log"][-1] == b["payload"]["summary"]  # the newest entry names the newest drift
+    sender.send(ch, ch.payload(view(later, kind="resolve"), kind="resolve"))
+    sender.send(ch, ch.payload(view(later), kind="alert"))  # drift again after the resolve
+    first_alert, second_alert = rx.pagerduty_alerts()
+    assert first_alert["status"] == "resolved" and second_alert["status"] == "triggered"
+    assert second_alert["summary"] == b["payload"]["summary"]  # a new incident titled with the newest drift
     assert a["payload"]["summary"] == "deepseek-inference: GPU limit 2 -> 4 (kubectl-patch)"
     assert (
         b["payload"]["summary"] == "deepseek-inference: image r/ds:1.8.2 -> r/ds:1.9.0 (kubectl-set) +1 more"
