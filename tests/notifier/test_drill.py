@@ -51,7 +51,7 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
         '- **Deployment** ai-serving/deepseek-inference · containers&#91;server&#93;.resources.limits&#91;"nvidia.com/gpu"&#93;：2 → **4** · 经 kubectl-patch 修改 · 2026-11-29 14:02 UTC（'
     ), gpu_line
     assert "操作者" not in "\n".join(lines)
-    assert any(line.startswith("**处理建议**") for line in lines)
+    assert any(line.startswith("**处理建议（手动改动）**：") for line in lines)
     button = card["card"]["body"]["elements"][-1]
     assert (
         button["behaviors"][0]["default_url"]
