@@ -125,3 +125,13 @@ def test_a_good_override_is_used(tmp_path: Path) -> None:
     from notifier.render import view
 
     assert "OVERRIDDEN x" in t.render("pagerduty", "en", "title", digest(view(DriftReport(AppInfo("x")))))
+
+
+def test_time_zone_is_an_iana_name_defaulting_to_utc() -> None:
+    from notifier.config import parse_config
+
+    channels = {"s": {"type": "slack", "url": "https://hooks.example.com/x"}}
+    assert parse_config({"channels": channels}).time_zone == "UTC"
+    assert parse_config({"channels": channels, "timeZone": "Asia/Shanghai"}).time_zone == "Asia/Shanghai"
+    with pytest.raises(ConfigError, match=r"config\.timeZone.*not a known IANA time zone"):
+        parse_config({"channels": channels, "timeZone": "Mars/Olympus"})

@@ -217,7 +217,10 @@ def test_the_seed_prune_names_the_pvcs_first_counts_every_kind_and_is_critical(r
     )
     assert lines[1].startswith("- **1140 Service**") and lines[2].startswith("- **412 Deployment**")
     assert "All 1638 change(s) are listed." in text  # every kind is there with its count
-    assert "(to be pruned: in the cluster, no longer in Git)**: do not sync with prune; check `argocd app diff seed`" in text
+    assert (
+        "(to be pruned: in the cluster, no longer in Git)**: do not sync with prune; check `argocd app diff seed`"
+        in text
+    )
     slack = _sections(msgs["slack"])
     assert slack.index("`PersistentVolumeClaim`") < slack.index("`Service`") < slack.index("`Deployment`")
     assert "*86* `PersistentVolumeClaim` *(protected kind)*" in slack
