@@ -58,8 +58,6 @@ _FRIENDLY = (
     (re.compile(r"resources\.requests\.memory$"), "memory-request"),
     (re.compile(r"(^|\.)replicas$"), "replicas"),
     (re.compile(r"\.image$"), "image"),
-    (re.compile(r"\.env\[[^\]]*\]"), "env"),
-    (re.compile(r"^data\."), "data"),
 )
 
 
