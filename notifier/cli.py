@@ -3,6 +3,7 @@
 driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4]
 driftguard-notifier --check-config
 driftguard-notifier incidents [--app NAME] [--since 7d] [--who alice@example.com] [--json]
+driftguard-notifier preview --managed-resources FILE --app FILE --channel feishu|slack|pagerduty [--locale]
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["incidents"]:
         return incidents(argv[1:])
+    if argv[:1] == ["preview"]:
+        from notifier.preview import main as preview
+
+        return preview(argv[1:])
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier",
         description="Argo CD notifications in, drift alerts out (Feishu, Slack, PagerDuty)",

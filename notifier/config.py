@@ -4,6 +4,7 @@
 
     locale: zh-CN                      # zh-CN (default) or en; a channel may override it
     argocdUrl: https://argocd.example.com   # links in alerts (default: DRIFTGUARD_ARGOCD_URL)
+    timeZone: Asia/Shanghai            # times in alerts (IANA name; default UTC)
     channels:
       feishu-sre: {type: feishu, url: "${FEISHU_WEBHOOK}", secret: "${FEISHU_SECRET}"}
       slack-sre:  {type: slack, url: "${SLACK_WEBHOOK}", locale: en}
@@ -79,6 +80,7 @@ class NotifierConfig:
     routes: tuple[Route, ...]
     locale: str = "zh-CN"
     argocd_url: str = ""
+    time_zone: str = "UTC"
 
     def targets(self, report: DriftReport, classes: set[str], *, severity: str = "") -> dict[str, str]:
         """Channel name -> severity (the route's, else ``severity``, else the report's) for the routes this report matches."""
@@ -133,10 +135,10 @@ def load_config(path: str | None, *, argocd_url: str = "") -> NotifierConfig:
 def parse_config(raw: Any, *, argocd_url: str = "") -> NotifierConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError("config", "must be a mapping with `channels` (and optionally `routes`, `locale`)")
-    unknown = set(raw) - {"channels", "routes", "locale", "argocdUrl"}
+    unknown = set(raw) - {"channels", "routes", "locale", "argocdUrl", "timeZone"}
     if unknown:
         raise ConfigError(
-            "config", f"unknown keys {sorted(unknown)}; known: channels, routes, locale, argocdUrl"
+            "config", f"unknown keys {sorted(unknown)}; known: channels, routes, locale, argocdUrl, timeZone"
         )
     raw = _expand(dict(raw), "config")
     locale = str(raw.get("locale") or "zh-CN")
@@ -204,4 +206,18 @@ def parse_config(raw: Any, *, argocd_url: str = "") -> NotifierConfig:
     if not routes:
         routes.append(Route(tuple(channels)))
     url = str(raw.get("argocdUrl") or argocd_url)
-    return NotifierConfig(channels, tuple(routes), locale, url)
+    return NotifierConfig(channels, tuple(routes), locale, url, _time_zone(raw.get("timeZone")))
+
+
+def _time_zone(raw: Any) -> str:
+    """An IANA zone name (``Asia/Shanghai``), default UTC; unknown names stop start-up."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = str(raw or "UTC")
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            "config.timeZone", f"{name!r} is not a known IANA time zone (e.g. Asia/Shanghai, UTC)"
+        ) from exc
+    return name

@@ -18,6 +18,7 @@ from driftguard.errors import ConfigError
 from driftguard.identity import who
 from driftguard.manifests import ResourceKey
 from driftguard.report import SEVERITIES, AppInfo, DriftReport
+from notifier.digest import digest, readable_path
 
 __all__ = [
     "FALLBACK_TEXT",
@@ -33,9 +34,11 @@ __all__ = [
 MACROS: dict[str, tuple[str, ...]] = {
     "feishu": (
         "title",
-        "summary",
-        "resource",
+        "facts",
+        "group",
+        "change",
         "more",
+        "todo",
         "button",
         "resolved_title",
         "resolved_body",
@@ -43,17 +46,20 @@ MACROS: dict[str, tuple[str, ...]] = {
         "notice_body",
     ),
     "slack": (
-        "header",
-        "summary",
-        "resource",
-        "context",
+        "title",
+        "facts",
+        "group",
+        "change",
         "more",
+        "todo",
+        "button",
         "fallback",
         "resolved",
+        "resolved_title",
         "notice_title",
         "notice_body",
     ),
-    "pagerduty": ("summary", "notice_title", "notice_body"),
+    "pagerduty": ("title", "todo", "notice_title", "notice_body"),
 }
 LOCALES = ("zh-CN", "en")
 NOTICE_EVENTS = ("sync-failed", "render-refused", "prune-pending")
@@ -86,6 +92,7 @@ def change_view(c: Classified, *, now: float | None = None) -> dict[str, Any]:
     (driftguard/identity.py ``who``); templates print it as they like.
     """
     out = c.to_json()
+    out["readable"] = readable_path(c.change.path, c.change.segments)
     actor = out.get("actor")
     out["actor"] = (
         {
@@ -291,17 +298,31 @@ class Templates:
 
 
 def _call(fn: Any, macro: str, v: dict[str, Any]) -> None:
-    """Call a macro the way the channels do, with its part of a sample view."""
+    """Call a macro the way the channels do, with its part of a sample view (raw: escaping is the channel's)."""
     kind = v["kind"]
     if macro.startswith("notice_"):
         if kind == "notice":
             fn(v)
-    elif kind == "notice":
         return
-    elif macro == "more":
-        fn(5)
-    elif macro == "resource":
-        for res in v["resources"]:
-            fn(res)
+    if kind == "notice":
+        return
+    d = digest(v)
+    if macro == "more":
+        for m in MORE_SAMPLES:
+            fn({**m, "total": d["total"]})
+    elif macro == "group":
+        for g in d["groups"]:
+            fn(g)
+    elif macro == "change":
+        for f in d["fields"]:
+            fn(f)
     else:
-        fn(v)
+        fn(d)
+
+
+MORE_SAMPLES = (
+    {"fields": 0, "kinds": 0, "resources": 0},
+    {"fields": 3, "kinds": 0, "resources": 0},
+    {"fields": 0, "kinds": 2, "resources": 40},
+    {"fields": 5, "kinds": 1, "resources": 7},
+)

@@ -14,6 +14,7 @@ standing in for Feishu, Slack and PagerDuty, which prints what each would show.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import shutil
@@ -245,22 +246,24 @@ def wait_for(rx: receivers.Receivers, count: int, timeout: float = 15) -> None:
 def show_feishu(card: dict[str, Any]) -> None:
     c = card["card"]
     print(f"    ┌ Feishu card [{c['header']['template']}] {c['header']['title']['content']}")
-    for e in c["elements"]:
-        if e["tag"] == "div":
-            for line in e["text"]["content"].splitlines():
+    for e in c["body"]["elements"]:  # card JSON 2.0
+        if e["tag"] == "markdown":
+            for line in html.unescape(e["content"]).splitlines():
                 print(f"    │ {line}")
         elif e["tag"] == "hr":
             print("    │ " + "─" * 40)
-        elif e["tag"] == "action":
-            b = e["actions"][0]
-            print(f"    │ [{b['text']['content']}] -> {b['url']}")
+        elif e["tag"] == "button":
+            print(f"    │ [{e['text']['content']}] -> {e['behaviors'][0]['default_url']}")
     print(f"    └ signed: sign={card.get('sign', '-')[:12]}… timestamp={card.get('timestamp', '-')}")
 
 
 def show_slack(msg: dict[str, Any]) -> None:
     print(f"    ┌ Slack (fallback text): {msg['text']}")
     for b in msg["blocks"]:
-        text = b.get("text", {}).get("text") or " ".join(e.get("text", "") for e in b.get("elements", []))
+        if b["type"] == "actions":
+            text = " ".join(f"[{e['text']['text']}] -> {e['url']}" for e in b["elements"])
+        else:
+            text = b.get("text", {}).get("text") or " ".join(e.get("text", "") for e in b.get("elements", []))
         lines = (
             ["─" * 40]
             if b["type"] == "divider"

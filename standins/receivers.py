@@ -71,6 +71,32 @@ class Receivers:
         with self.lock:
             return [c for c in self.captured if c.path == path]
 
+    def pagerduty_alerts(self, path: str = "/pagerduty") -> list[dict[str, Any]]:
+        """The alerts PagerDuty would hold after the captured events, by its documented dedup rules.
+
+        Events API v2: a trigger whose ``dedup_key`` matches an open (triggered or acknowledged)
+        alert does not open a new one: it is appended to that alert's log, and the alert keeps
+        the summary it was opened with; ``resolve`` closes the open alert with that key; a trigger
+        after the resolve opens a new alert.
+        """
+        alerts: list[dict[str, Any]] = []
+        open_by_key: dict[str, dict[str, Any]] = {}
+        for c in self.on(path):
+            event = c.json()
+            key, action = event.get("dedup_key", ""), event.get("event_action")
+            current = open_by_key.get(key)
+            if action == "trigger":
+                summary = event["payload"]["summary"]
+                if current is None:
+                    current = {"dedup_key": key, "status": "triggered", "summary": summary, "log": []}
+                    alerts.append(current)
+                    open_by_key[key] = current
+                current["log"].append(summary)
+            elif action == "resolve" and current is not None:
+                current["status"] = "resolved"
+                del open_by_key[key]
+        return alerts
+
 
 class _Handler(BaseHTTPRequestHandler):
     rx: Receivers

@@ -30,5 +30,5 @@ def build_channels(config: NotifierConfig, templates: Templates) -> dict[str, Ch
             raise ConfigError(
                 f"config.channels.{name}.type", f"unknown type {cfg.type!r}; known: {', '.join(FACTORIES)}"
             )
-        out[name] = factory(cfg, templates, locale=config.locale)
+        out[name] = factory(cfg, templates, locale=config.locale, time_zone=config.time_zone)
     return out

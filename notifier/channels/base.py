@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
@@ -39,8 +40,8 @@ class Channel(Protocol):
     idempotent: bool
     """A resend of a message the receiver already took is harmless (PagerDuty's dedup_key)."""
 
-    def payload(self, view: dict[str, Any], *, kind: str) -> dict[str, Any]:
-        """The message (JSON-able), from the report view, for an alert or a resolve."""
+    def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
+        """The message (JSON-able), from the report view; ``now`` is when ages ("3 min ago") count from."""
         ...
 
     def prepare(self, payload: dict[str, Any]) -> Outbound:

@@ -1,9 +1,16 @@
-"""Feishu / Lark custom bot: a signed interactive card, Chinese by default.
+"""Feishu / Lark custom bot: a signed interactive card (card JSON 2.0), Chinese by default.
 
 Signing (when a secret is set): key = ``timestamp + "\\n" + secret``, HMAC-SHA256 over an empty
 message, base64; sent as ``sign`` with ``timestamp`` (seconds). The bot answers HTTP 200 with
-``{"code": 0}`` on success; any other code is a failure, rate limits (9499, 11232, 11233) retried.
-Cards are kept under 20 KB: changes past that are replaced by "N more changes".
+``{"code": 0}`` on success. Documented codes (open.feishu.cn, custom bot guide and "frequency
+control"): 11232 is the rate limit (a custom bot may send 100 messages a minute, 5 a second), so
+it is retried after that one-minute window; every other non-zero code (19021 bad signature, 9499
+bad request, 19024 keyword check ...) is permanent, dead-lettered with its code and message.
+
+Cards use JSON 2.0 (``schema: "2.0"``, ``body.elements``, the ``markdown`` component, which
+renders inline code and lists); the header colour follows severity; a button opens the
+Application in Argo CD. The request body, signing fields included, stays under 20 KB: the card
+is measured after rendering and items past that are counted in the "more" line.
 """
 
 from __future__ import annotations
@@ -14,18 +21,27 @@ import hmac
 import json
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from driftguard.errors import ConfigError, Permanent, Retryable
+from notifier.channels._fit import MAX_ITEMS, items, largest, left_out
 from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
+from notifier.digest import digest, trim_notice
+from notifier.escape import escaped, feishu_md
 from notifier.render import Templates, fallback_text
 
 __all__ = ["FeishuChannel", "sign"]
 
 MAX_BYTES = 20 * 1024
-RATE_LIMIT_CODES = frozenset({9499, 11232, 11233})
+SIGN_MARGIN = 512
+"""Room for ``timestamp`` and ``sign`` (about 70 bytes) added when the request is made."""
+MAX_TITLE = 200
+RATE_LIMIT_CODES = frozenset({11232})
+RATE_LIMIT_WINDOW = 60.0
 COLOURS = {"critical": "red", "error": "orange", "warning": "yellow", "info": "blue", "resolved": "green"}
 
 
@@ -35,11 +51,18 @@ def sign(timestamp: int, secret: str) -> str:
     return base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
 
 
+def size(payload: dict[str, Any]) -> int:
+    """Bytes of the body as sent (before the signing fields)."""
+    return len(json.dumps(payload, ensure_ascii=False).encode())
+
+
 class FeishuChannel:
     type = "feishu"
     idempotent = False  # a resent card is a second card
 
-    def __init__(self, cfg: ChannelConfig, templates: Templates, *, locale: str) -> None:
+    def __init__(
+        self, cfg: ChannelConfig, templates: Templates, *, locale: str, time_zone: str = "UTC"
+    ) -> None:
         if not cfg.url:
             raise ConfigError(
                 f"config.channels.{cfg.name}.url", "is required: the Feishu/Lark custom bot webhook URL"
@@ -49,59 +72,52 @@ class FeishuChannel:
         self.secret = cfg.secret
         self.locale = cfg.locale or locale
         self.templates = templates
+        self.tz = ZoneInfo(time_zone)
 
     def _t(self, macro: str, arg: Any) -> str:
         return self.templates.render("feishu", self.locale, macro, arg)
 
-    def payload(self, view: dict[str, Any], *, kind: str) -> dict[str, Any]:
-        if kind == RESOLVE:
-            elements: list[dict[str, Any]] = [_md(self._t("resolved_body", view))]
-            return _card(self._t("resolved_title", view), "resolved", elements, self._button(view))
-        if kind == NOTICE:
-            body = self._t("notice_body", view)
-            return _card(
-                self._t("notice_title", view),
-                view["severity"],
-                [_md(body[: MAX_BYTES // 2])],
-                self._button(view),
-            )
+    def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
         if kind == FALLBACK:
-            title = f"driftguard: {view['app']['name']}"
-            return _card(title, "error", [_md(fallback_text(view, self.locale))], None)
-        elements = [_md(self._t("summary", view)), {"tag": "hr"}]
-        shown = 0
-        for res in view["resources"]:
-            candidate = [*elements, _md(self._t("resource", res))]
-            if (
-                len(
-                    json.dumps(
-                        _card(self._t("title", view), view["severity"], candidate, self._button(view)),
-                        ensure_ascii=False,
-                    ).encode()
+            title = _line(f"driftguard: {view['app']['name']}")
+            text = feishu_md(fallback_text(view, self.locale))
+            return _card(title, "error", [_md(text)], view.get("link") or "", "")
+        if kind == NOTICE:
+            view = trim_notice(view)
+            e = escaped(view, feishu_md)
+            body = self._t("notice_body", e)
+            title = _line(self._t("notice_title", view))
+            card = _card(title, view["severity"], [_md(body)], view.get("link") or "", self._t("button", e))
+            while size(card) > MAX_BYTES - SIGN_MARGIN:  # an enormous Argo CD message: cut by lines
+                body = body[: int(len(body) * 0.8)].rsplit("\n", 1)[0] + "\n…"
+                card = _card(
+                    title, view["severity"], [_md(body)], view.get("link") or "", self._t("button", e)
                 )
-                > MAX_BYTES - 512
-            ):
-                break
-            elements = candidate
-            shown += len(res["changes"])
-        if shown < view["total"]:
-            elements.append(_md(self._t("more", view["total"] - shown)))
-        return _card(self._t("title", view), view["severity"], elements, self._button(view))
+            return card
+        d = digest(view, tz=self.tz, now=now or datetime.now(UTC))
+        e = escaped(d, feishu_md)
+        if kind == RESOLVE:
+            return _card(
+                _line(self._t("resolved_title", d)),
+                "resolved",
+                [_md(self._t("resolved_body", e))],
+                d["link"],
+                self._t("button", e),
+            )
+        title = _line(self._t("title", d))
+        lines = [self._t(macro, item) for macro, item in items(e)]
+        head, todo, button = self._t("facts", e), self._t("todo", e), self._t("button", e)
 
-    def _button(self, view: dict[str, Any]) -> dict[str, Any] | None:
-        if not view.get("link"):
-            return None
-        return {
-            "tag": "action",
-            "actions": [
-                {
-                    "tag": "button",
-                    "type": "primary",
-                    "text": {"tag": "plain_text", "content": self._t("button", view)},
-                    "url": view["link"],
-                }
-            ],
-        }
+        def build(k: int) -> dict[str, Any]:
+            elements = [_md(head), {"tag": "hr"}]
+            if k:
+                elements.append(_md("\n".join(lines[:k])))
+            elements.append(_md(self._t("more", left_out(d, k))))
+            if todo:
+                elements.append(_md(todo))
+            return _card(title, d["severity"], elements, d["link"], button)
+
+        return build(largest(min(len(lines), MAX_ITEMS), lambda k: size(build(k)) <= MAX_BYTES - SIGN_MARGIN))
 
     def prepare(self, payload: dict[str, Any]) -> Outbound:
         body = dict(payload)
@@ -126,25 +142,42 @@ class FeishuChannel:
             return
         msg = answer.get("msg") or answer.get("StatusMessage") or ""
         if code in RATE_LIMIT_CODES:
-            raise Retryable(f"{self.name}: rate limited (code {code}: {msg})", retry_after=5.0)
-        raise Permanent(f"{self.name}: refused (code {code}: {msg})")
+            raise Retryable(
+                f"{self.name}: rate limited (code {code}: {snippet(str(msg).encode())})",
+                retry_after=RATE_LIMIT_WINDOW,
+            )
+        raise Permanent(f"{self.name}: refused (code {code}: {snippet(str(msg).encode())})")
+
+
+def _line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_TITLE else text[: MAX_TITLE - 1] + "…"
 
 
 def _md(text: str) -> dict[str, Any]:
-    return {"tag": "div", "text": {"tag": "lark_md", "content": text}}
+    return {"tag": "markdown", "content": text}
 
 
-def _card(
-    title: str, severity: str, elements: list[dict[str, Any]], button: dict[str, Any] | None
-) -> dict[str, Any]:
+def _card(title: str, severity: str, elements: list[dict[str, Any]], link: str, label: str) -> dict[str, Any]:
+    body = list(elements)
+    if link:
+        body.append(
+            {
+                "tag": "button",
+                "text": {"tag": "plain_text", "content": label or "Argo CD"},
+                "type": "primary",
+                "behaviors": [{"type": "open_url", "default_url": link}],
+            }
+        )
     return {
         "msg_type": "interactive",
         "card": {
-            "config": {"wide_screen_mode": True},
+            "schema": "2.0",
+            "config": {"update_multi": True},
             "header": {
                 "template": COLOURS.get(severity, "blue"),
                 "title": {"tag": "plain_text", "content": title},
             },
-            "elements": elements + ([button] if button else []),
+            "body": {"elements": body},
         },
     }

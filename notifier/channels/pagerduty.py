@@ -1,38 +1,70 @@
 """PagerDuty Events API v2: ``trigger`` with a stable ``dedup_key`` per app, ``resolve`` with the same key.
 
-More drift on the same app updates one incident; the app back in sync resolves it. Summary at most
-1,024 characters; severity from the report (critical, error, warning, info); the changes go in
-``custom_details``. HTTP 202 is success; 400 is permanent (a malformed event); 429 and 5xx retry.
+Limits (Events API v2 docs): the event at most 512 KB, ``summary`` at most 1,024 characters,
+``dedup_key`` at most 255 (a longer one is shortened with a hash of the whole). ``custom_details``
+is kept under 64 KB: kinds with counts and the first names, changed paths with short values,
+never whole objects; what is left out is counted in ``not_shown``.
+
+Newest drift: PagerDuty keeps one alert per open ``dedup_key`` and appends a later trigger to
+that alert's log (its title stays the first trigger's summary). One key per app keeps one
+incident per drift episode, resolved when the app matches Git again; every trigger's summary
+leads with the newest change (changes are ordered newest first) and ``custom_details.newest``
+names it with its time, so the newest log entry of the open incident is always the current
+drift. HTTP 202 is success; 400 is permanent (a malformed event); 429 and 5xx retry.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from driftguard.errors import ConfigError
+from notifier.channels._fit import items, largest, left_out
 from notifier.channels._http import status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
+from notifier.digest import digest, short
 from notifier.render import Templates, fallback_text
 
 __all__ = ["PagerDutyChannel", "dedup_key"]
 
 EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
 MAX_SUMMARY = 1024
+MAX_DEDUP_KEY = 255
+MAX_DETAILS = 64 * 1024
+MAX_EVENT = 512 * 1024
 
 
 def dedup_key(app: Mapping[str, Any]) -> str:
-    """One incident per Application."""
-    return f"driftguard/{app.get('namespace') or 'argocd'}/{app['name']}"
+    """One incident per Application; names too long for 255 characters keep a prefix and a hash of the whole."""
+    key = f"driftguard/{app.get('namespace') or 'argocd'}/{app['name']}"
+    if len(key) <= MAX_DEDUP_KEY:
+        return key
+    digest_ = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return f"{key[: MAX_DEDUP_KEY - 33]}~{digest_}"
+
+
+def _summary(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 1] + "…"
+
+
+def _bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
 
 
 class PagerDutyChannel:
     type = "pagerduty"
     idempotent = True  # the same dedup_key: a resend updates the one incident
 
-    def __init__(self, cfg: ChannelConfig, templates: Templates, *, locale: str) -> None:
+    def __init__(
+        self, cfg: ChannelConfig, templates: Templates, *, locale: str, time_zone: str = "UTC"
+    ) -> None:
+        self.tz = ZoneInfo(time_zone)
         where = f"config.channels.{cfg.name}"
         if len(cfg.routing_key) != 32:
             raise ConfigError(
@@ -45,7 +77,7 @@ class PagerDutyChannel:
         self.locale = cfg.locale or "en"
         self.templates = templates
 
-    def payload(self, view: dict[str, Any], *, kind: str) -> dict[str, Any]:
+    def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
         key = dedup_key(view["app"])
         if kind == RESOLVE:
             return {"event_action": "resolve", "dedup_key": key}
@@ -53,38 +85,32 @@ class PagerDutyChannel:
         if kind == NOTICE:
             title = self.templates.render("pagerduty", self.locale, "notice_title", view)
             body = self.templates.render("pagerduty", self.locale, "notice_body", view)
-            summary = f"{title}: {body}".replace("\n", " ")
+            summary = _summary(f"{title}: {body}")
             details = {
                 "app": view["app"],
                 "event": view["event"],
-                "message": view["message"],
-                "lines": view["lines"][:100],
+                "message": short(view["message"], 4000),
+                "lines": [short(line, 500) for line in view["lines"][:100]],
                 "counts": view["counts"],
             }
         elif kind == FALLBACK:
-            summary = fallback_text(view, self.locale)
-            details = {"app": view["app"], "reason": view["reason"]}
+            summary = _summary(fallback_text(view, self.locale))
+            details = {"app": view["app"], "reason": short(view["reason"], 4000)}
         else:
-            summary = self.templates.render("pagerduty", self.locale, "summary", view)
-            details = {
-                "app": view["app"],
-                "changes": [c for res in view["resources"] for c in res["changes"]][:100],
-                "suppressed": view["suppressed"],
-                "fingerprint": view["fingerprint"],
-                "actor": view.get("who", ""),  # the person behind the drift (issue 21)
-            }
-        if len(summary) > MAX_SUMMARY:
-            summary = summary[: MAX_SUMMARY - 1] + "…"
+            d = digest(view, tz=self.tz, now=now or datetime.now(UTC))
+            summary = _summary(self.templates.render("pagerduty", self.locale, "title", d))
+            details = self._details(view, d, summary)
+            view = {**view, "severity": d["severity"]}
         event: dict[str, Any] = {
             "event_action": "trigger",
             "dedup_key": key,
             "client": "driftguard",
             "payload": {
                 "summary": summary,
-                "source": f"{view['app']['cluster'] or 'cluster'}/{view['app']['name']}",
+                "source": short(f"{view['app']['cluster'] or 'cluster'}/{view['app']['name']}", 255),
                 "severity": view["severity"],
-                "component": view["app"]["destination_namespace"] or view["app"]["name"],
-                "group": view["app"]["project"],
+                "component": short(view["app"]["destination_namespace"] or view["app"]["name"], 255),
+                "group": short(view["app"]["project"], 255),
                 "class": "gitops-drift",
                 "custom_details": details,
             },
@@ -93,6 +119,59 @@ class PagerDutyChannel:
             event["links"] = [{"href": view["link"], "text": "Argo CD"}]
             event["client_url"] = view["link"]
         return event
+
+    def _details(self, view: dict[str, Any], d: dict[str, Any], summary: str) -> dict[str, Any]:
+        """custom_details within MAX_DETAILS: kinds and changes, cut by bytes, with what was left out."""
+        rows: list[dict[str, Any]] = []
+        for macro, item in items(d):
+            if macro == "group":
+                rows.append(
+                    {
+                        "class": item["cls"],
+                        "kind": item["kind"],
+                        "count": item["count"],
+                        "protected": item["protected"],
+                        "names": item["names"],
+                        "more_names": item["more_names"],
+                    }
+                )
+            else:
+                rows.append(
+                    {
+                        "resource": {"kind": item["kind"], "name": item["name"]},
+                        "class": item["cls"],
+                        "readable": item["readable"],
+                        "path": item["path"],
+                        "old": item["old"],
+                        "new": item["new"],
+                        "field_manager": item["manager"],
+                        "actor": {"user": item["user"], "matched": item["matched"], "source": item["source"]},
+                        "at": f"{item['when']['at']} {item['when']['zone']}" if item["when"] else "",
+                    }
+                )
+        todo = [
+            line
+            for line in self.templates.render("pagerduty", self.locale, "todo", d).splitlines()
+            if line.strip()
+        ]
+        head = d["headline"]
+
+        def build(k: int) -> dict[str, Any]:
+            shown = rows[:k]
+            return {
+                "app": view["app"],
+                "actor": view.get("who", ""),  # the person behind the newest human drift (issue 21)
+                "newest": summary,
+                "newest_at": f"{head['when']['at']} {head['when']['zone']}" if head and head["when"] else "",
+                "what_to_do": todo,
+                "kinds": [r for r in shown if "count" in r],
+                "changes": [r for r in shown if "count" not in r],
+                "not_shown": left_out(d, k),
+                "suppressed": view["suppressed"],
+                "fingerprint": view["fingerprint"],
+            }
+
+        return build(largest(len(rows), lambda k: _bytes(build(k)) <= MAX_DETAILS))
 
     def prepare(self, payload: dict[str, Any]) -> Outbound:
         body = {"routing_key": self.routing_key, **payload}

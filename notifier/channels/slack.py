@@ -1,6 +1,10 @@
 """Slack: an incoming webhook, or ``chat.postMessage`` with a bot token; Block Kit with a text fallback.
 
-Limits kept: at most 50 blocks, section text at most 3,000 characters, header at most 150. The
+Limits kept (Block Kit reference): at most 50 blocks, section text at most 3,000 characters,
+header at most 150; lines are never cut, so every code span stays balanced, and the lines that
+do not fit are counted in the "more" line. Values sit in inline code, escaped by
+notifier/escape.py; the ``text`` fallback (notifications, phones) is escaped plain words without
+values or JSON. The
 webhook answers ``ok``; ``chat.postMessage`` answers HTTP 200 with ``ok: false`` on error
 (``ratelimited`` is retried). HTTP 429 carries Retry-After, which the outbox honours.
 """
@@ -9,12 +13,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from driftguard.errors import ConfigError, Permanent, Retryable
+from notifier.channels._fit import MAX_ITEMS, items, largest, left_out
 from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
+from notifier.digest import digest, trim_notice
+from notifier.escape import escaped, slack_code, slack_text
 from notifier.render import Templates, fallback_text
 
 __all__ = ["SlackChannel"]
@@ -26,15 +35,52 @@ RETRYABLE_ERRORS = frozenset(
 )
 
 
+MAX_TEXT = 3000
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _header(text: str) -> dict[str, Any]:
+    return {
+        "type": "header",
+        "text": {"type": "plain_text", "text": _cut(" ".join(text.split()), MAX_HEADER)},
+    }
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _cut_lines(text: str, limit: int = MAX_SECTION) -> str:
+    """At most ``limit`` characters, cut at a line end (lines keep their code spans whole)."""
+    if len(text) <= limit:
+        return text
+    kept = text[: limit - 2].rsplit("\n", 1)[0]
+    return kept + "\n…" if "\n" in text[: limit - 2] else "…"
+
+
+def pack(lines: list[str], limit: int = MAX_SECTION) -> list[str]:
+    """Lines joined into as few section texts of at most ``limit`` characters as they fit."""
+    out: list[str] = []
+    for line in lines:
+        line = _cut_lines(line, limit)
+        if out and len(out[-1]) + 1 + len(line) <= limit:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+    return out
 
 
 class SlackChannel:
     type = "slack"
     idempotent = False  # a resent message is a second message
 
-    def __init__(self, cfg: ChannelConfig, templates: Templates, *, locale: str) -> None:
+    def __init__(
+        self, cfg: ChannelConfig, templates: Templates, *, locale: str, time_zone: str = "UTC"
+    ) -> None:
+        self.tz = ZoneInfo(time_zone)
         where = f"config.channels.{cfg.name}"
         self.name = cfg.name
         self.token = cfg.token
@@ -57,69 +103,51 @@ class SlackChannel:
     def _t(self, macro: str, arg: Any) -> str:
         return self.templates.render("slack", self.locale, macro, arg)
 
-    def payload(self, view: dict[str, Any], *, kind: str) -> dict[str, Any]:
+    def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
         if kind in (NOTICE, FALLBACK):
             if kind == NOTICE:
-                title, text = self._t("notice_title", view), self._t("notice_body", view)
+                view = trim_notice(view)
+                title = self._t("notice_title", view)
+                text = self._t("notice_body", escaped(view, slack_code))
             else:
-                title, text = f"driftguard: {view['app']['name']}", fallback_text(view, self.locale)
+                title = f"driftguard: {view['app']['name']}"
+                text = slack_text(fallback_text(view, self.locale))
             return {
-                "text": _cut(f"{title}: {text}", 3000),
-                "blocks": [
-                    {
-                        "type": "header",
-                        "text": {"type": "plain_text", "text": _cut(title, MAX_HEADER), "emoji": True},
-                    },
-                    {"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, MAX_SECTION)}},
-                ],
+                "text": _cut(slack_text(title), MAX_TEXT),
+                "blocks": [_header(title), _section(_cut_lines(text))],
             }
+        d = digest(view, tz=self.tz, now=now or datetime.now(UTC))
+        e = escaped(d, slack_code)
         if kind == RESOLVE:
-            text = self._t("resolved", view)
+            text = _cut_lines(self._t("resolved", e))
             return {
-                "text": text,
-                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, MAX_SECTION)}}],
+                "text": _cut(slack_text(self._t("resolved_title", d)), MAX_TEXT),
+                "blocks": [_section(text)],
             }
-        blocks: list[dict[str, Any]] = [
-            {
-                "type": "header",
-                "text": {
-                    "type": "plain_text",
-                    "text": _cut(self._t("header", view), MAX_HEADER),
-                    "emoji": True,
-                },
-            },
-            {
-                "type": "section",
-                "text": {"type": "mrkdwn", "text": _cut(self._t("summary", view), MAX_SECTION)},
-            },
-        ]
-        shown = 0
-        resources = view["resources"]
-        for res in resources:
-            if len(blocks) >= MAX_BLOCKS - 3:  # keep room for "more", divider and context
-                break
-            blocks.append(
+        title = self._t("title", d)
+        lines = [self._t(macro, item) for macro, item in items(e)]
+        facts, todo = _cut_lines(self._t("facts", e)), _cut_lines(self._t("todo", e))
+        tail: list[dict[str, Any]] = [_section(todo)] if todo else []
+        if d["link"]:
+            tail.append(
                 {
-                    "type": "section",
-                    "text": {"type": "mrkdwn", "text": _cut(self._t("resource", res), MAX_SECTION)},
+                    "type": "actions",
+                    "elements": [
+                        {
+                            "type": "button",
+                            "text": {"type": "plain_text", "text": _cut(self._t("button", e), 75)},
+                            "url": d["link"],
+                        }
+                    ],
                 }
             )
-            shown += len(res["changes"])
-        if shown < view["total"]:
-            blocks.append(
-                {
-                    "type": "section",
-                    "text": {"type": "mrkdwn", "text": self._t("more", view["total"] - shown)},
-                }
-            )
-        blocks.append({"type": "divider"})
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [{"type": "mrkdwn", "text": _cut(self._t("context", view), MAX_SECTION)}],
-            }
-        )
-        return {"text": _cut(self._t("fallback", view), 3000), "blocks": blocks}
+
+        def build(k: int) -> list[dict[str, Any]]:
+            more = _section(_cut_lines(self._t("more", left_out(d, k))))
+            return [_header(title), _section(facts), *map(_section, pack(lines[:k])), more, *tail]
+
+        blocks = build(largest(min(len(lines), MAX_ITEMS), lambda k: len(build(k)) <= MAX_BLOCKS))
+        return {"text": _cut(slack_text(self._t("fallback", d)), MAX_TEXT), "blocks": blocks}
 
     def prepare(self, payload: dict[str, Any]) -> Outbound:
         headers = {"Content-Type": "application/json; charset=utf-8"}

@@ -117,8 +117,21 @@ def test_broken_template_override_fails_at_start_up(tmp_path: Path) -> None:
 
 def test_a_good_override_is_used(tmp_path: Path) -> None:
     src = (Path(__file__).resolve().parents[2] / "notifier/templates/pagerduty.en.j2").read_text()
-    (tmp_path / "pagerduty.en.j2").write_text(src.replace("drift in", "DRIFT IN"))
+    (tmp_path / "pagerduty.en.j2").write_text(
+        src.replace("{% macro title(d) %}", "{% macro title(d) %}OVERRIDDEN ")
+    )
     t = Templates(str(tmp_path))
+    from notifier.digest import digest
     from notifier.render import view
 
-    assert "DRIFT IN x" in t.render("pagerduty", "en", "summary", view(DriftReport(AppInfo("x"))))
+    assert "OVERRIDDEN x" in t.render("pagerduty", "en", "title", digest(view(DriftReport(AppInfo("x")))))
+
+
+def test_time_zone_is_an_iana_name_defaulting_to_utc() -> None:
+    from notifier.config import parse_config
+
+    channels = {"s": {"type": "slack", "url": "https://hooks.example.com/x"}}
+    assert parse_config({"channels": channels}).time_zone == "UTC"
+    assert parse_config({"channels": channels, "timeZone": "Asia/Shanghai"}).time_zone == "Asia/Shanghai"
+    with pytest.raises(ConfigError, match=r"config\.timeZone.*not a known IANA time zone"):
+        parse_config({"channels": channels, "timeZone": "Mars/Olympus"})

@@ -38,38 +38,43 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
     assert (len(feishu), len(slack), len(pd)) == (1, 1, 1)
 
     card = feishu[0].json()
-    assert card["msg_type"] == "interactive"
+    assert card["msg_type"] == "interactive" and card["card"]["schema"] == "2.0"
     assert card["card"]["header"]["template"] == "orange"  # human drift: error
-    assert card["card"]["header"]["title"]["content"] == "告警｜配置漂移：deepseek-inference"
+    title = card["card"]["header"]["title"]["content"]
+    assert title.startswith("告警｜deepseek-inference：GPU 上限 2 → 4（经 kubectl-patch）"), title
     lines = "\n".join(
-        e["text"]["content"] for e in card["card"]["elements"] if e["tag"] == "div"
+        e["content"] for e in card["card"]["body"]["elements"] if e["tag"] == "markdown"
     ).splitlines()
-    gpu_line = next(line for line in lines if GPU in line)
-    # no identity source fed: the field manager and its time, and the fact that no record matched
-    assert gpu_line.startswith(f"- `{GPU}`：2 → 4（操作者 **kubectl-patch, 2026-11-29 14:02:07 (")
-    assert gpu_line.endswith(" ago); no identity record matched**）")
+    gpu_line = next(line for line in lines if "nvidia.com/gpu" in line)
+    # a readable path (the container by name), the field manager labelled as one (no identity record
+    # matched: no audit or admission source fed), the time with its age
+    assert gpu_line.startswith(
+        '- **Deployment** ai-serving/deepseek-inference · containers&#91;server&#93;.resources.limits&#91;"nvidia.com/gpu"&#93;：2 → **4** · 经 kubectl-patch 修改（未匹配到身份记录） · 2026-11-29 14:02 UTC（'
+    ), gpu_line
+    assert "操作者" not in "\n".join(lines)
+    assert any(line.startswith("**处理建议（手动改动）**：") for line in lines)
+    button = card["card"]["body"]["elements"][-1]
     assert (
-        card["card"]["elements"][-1]["actions"][0]["url"]
+        button["behaviors"][0]["default_url"]
         == "https://argocd.example.com/applications/argocd/deepseek-inference"
     )
     # signed: timestamp + "\n" + secret as the HMAC key over an empty message
     assert card["sign"] == sign(int(card["timestamp"]), "feishu-signing-secret")
 
     message = slack[0].json()
-    assert (
-        "deepseek-inference" in message["text"]
-        and GPU in message["text"]
-        and "kubectl-patch" in message["text"]
-    )
+    assert "deepseek-inference" in message["text"] and "kubectl-patch" in message["text"]
+    assert "{" not in message["text"]  # the phone's fallback: words, no JSON
     assert message["blocks"][0]["type"] == "header"
+    assert "GPU" in message["blocks"][0]["text"]["text"]
 
     event = pd[0].json()
     assert event["event_action"] == "trigger" and event["dedup_key"] == "driftguard/argocd/deepseek-inference"
     assert event["payload"]["severity"] == "error"
-    assert GPU in event["payload"]["summary"] and "2" in event["payload"]["summary"]
+    assert "GPU limit 2 -> 4 (kubectl-patch)" in event["payload"]["summary"]
     changes = event["payload"]["custom_details"]["changes"]
     gpu = next(c for c in changes if c["path"] == GPU)
-    assert (gpu["old"], gpu["new"], gpu["actor"]["manager"]) == ("2", "4", "kubectl-patch")
+    assert (gpu["old"], gpu["new"], gpu["field_manager"]) == ("2", "4", "kubectl-patch")
+    assert gpu["readable"] == 'containers[server].resources.limits["nvidia.com/gpu"]'
 
 
 def test_nothing_about_replicas_defaults_or_secret_values(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
@@ -117,7 +122,11 @@ def test_back_in_sync_resolves_the_same_pagerduty_incident(app: Flask, argo: Fak
         "dedup_key": trigger["dedup_key"],
     }
     assert "已恢复" in json.dumps(rx.on("/feishu")[-1].json(), ensure_ascii=False)
-    assert ":white_check_mark:" in rx.on("/slack")[-1].json()["text"]
+    resolved = rx.on("/slack")[-1].json()
+    assert resolved["text"] == "Resolved: deepseek-inference matches Git"
+    assert resolved["blocks"][0]["text"]["text"].startswith(
+        ":white_check_mark: `deepseek-inference` matches Git"
+    )
     # drift again after the resolve alerts again at once (the dedup memory went with the incident)
     drill_app(argo)
     deliver(app, notification())

@@ -116,8 +116,8 @@ def test_a_template_that_breaks_at_run_time_is_retried_counted_and_ends_in_the_f
     overrides.mkdir()
     # passes the start-up matrix (its apps are `sample-app`), breaks on a real one
     broken = stock.replace(
-        "{% macro header(r) %}",
-        '{% macro header(r) %}{% if r.app.name != "sample-app" %}{{ r.no_such }}{% endif %}',
+        "{% macro title(d) %}",
+        '{% macro title(d) %}{% if d.app.name != "sample-app" %}{{ d.no_such }}{% endif %}',
     )
     (overrides / "slack.en.j2").write_text(broken)
     app = _app(tmp_path, argo, rx, max_attempts=3, templates_dir=str(overrides))

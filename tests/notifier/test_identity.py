@@ -51,13 +51,15 @@ def alerts_name(rx: receivers.Receivers, expected: str, source: str) -> None:
     feishu, slack, pd = rx.on("/feishu"), rx.on("/slack"), rx.on("/pagerduty")
     assert (len(feishu), len(slack), len(pd)) == (1, 1, 1)
     card = feishu[0].json()
-    lines = "\n".join(e["text"]["content"] for e in card["card"]["elements"] if e["tag"] == "div")
-    gpu_line = next(line for line in lines.splitlines() if GPU in line)
-    assert expected in gpu_line, gpu_line
-    assert expected in json.dumps(slack[0].json(), ensure_ascii=False)
+    lines = "\n".join(e["content"] for e in card["card"]["body"]["elements"] if e["tag"] == "markdown")
+    user, manager = expected.split(" via ")[0], "kubectl-patch"
+    gpu_line = next(line for line in lines.splitlines() if "nvidia.com/gpu" in line)
+    assert f"{user} 经 {manager} 修改" in gpu_line, gpu_line  # the person, then the tool they used
+    slack_text = json.dumps(slack[0].json(), ensure_ascii=False)
+    assert f"`{user}` via `{manager}`" in slack_text or f"`{user}` 经 `{manager}`" in slack_text, slack_text
     event = pd[0].json()
     assert event["payload"]["custom_details"]["actor"].startswith(expected)
-    assert expected in event["payload"]["summary"]
+    assert f"{user} via {manager}" in event["payload"]["summary"]
     gpu = next(c for c in event["payload"]["custom_details"]["changes"] if c["path"] == GPU)
     assert (gpu["actor"]["user"], gpu["actor"]["matched"], gpu["actor"]["source"]) == (
         "alice@example.com",
@@ -176,7 +178,9 @@ def test_no_identity_record_matched_says_so(
     )
     deliver(idapp, notification())
     text = json.dumps(rx.on("/slack")[0].json())
-    assert f"kubectl-patch, {stamp[11:19]} (1 min ago); no identity record matched" in text
+    said = ("via `kubectl-patch` (no identity record matched)", "经 `kubectl-patch` 修改（未匹配到身份记录）")
+    assert any(s in text for s in said), text
+    assert stamp[11:16] in text  # the field manager's time stays
     assert "alice@example.com" not in text
     assert (
         rx.on("/pagerduty")[0]

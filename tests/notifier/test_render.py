@@ -17,6 +17,7 @@ from driftguard.manifests import ResourceKey
 from driftguard.report import SEVERITIES, AppInfo, DriftReport, build_report
 from notifier.channels import ALERT, NOTICE, RESOLVE, build_channels
 from notifier.config import parse_config
+from notifier.digest import digest
 from notifier.render import NOTICE_EVENTS, Templates, notice_view, view
 from standins.drill import managed_item
 
@@ -163,15 +164,15 @@ def test_odd_but_valid_managed_resources_render(desired: Any, live: Any) -> None
 @pytest.mark.parametrize(
     "broken",
     [
-        "{% macro resource(res) %}{% for c in res.changes %}{{ c.actor.manager }}{% endfor %}{% endmacro %}",
-        "{% macro resource(res) %}{% for c in res.changes %}{{ c.old | length }}{% endfor %}{% endmacro %}",
-        "{% macro resource(res) %}{{ res.namespace[0] }}{% endmacro %}",
+        "{% macro change(f) %}{{ f.when.at }}{% endmacro %}",
+        "{% macro change(f) %}{{ f.manager[0] }}{% endmacro %}",
+        "{% macro change(f) %}{{ f.name.split('/')[1] }}{% endmacro %}",
     ],
-    ids=["actor-assumed", "old-value-assumed", "namespace-assumed"],
+    ids=["time-assumed", "manager-assumed", "namespace-assumed"],
 )
 def test_a_template_override_that_breaks_on_any_class_stops_start_up(tmp_path: Path, broken: str) -> None:
     stock = (Path(__file__).parents[2] / "notifier" / "templates" / "slack.en.j2").read_text()
-    (tmp_path / "slack.en.j2").write_text(_without_resource(stock) + "\n" + broken + "\n")
+    (tmp_path / "slack.en.j2").write_text(_without_change(stock) + "\n" + broken + "\n")
     with pytest.raises(ConfigError, match=r"slack\.en\.j2 is broken"):
         Templates(str(tmp_path))
 
@@ -180,25 +181,26 @@ def test_a_guarded_override_starts(tmp_path: Path) -> None:
     """The control for the test above: the same surgery with a macro that guards the optional fields."""
     stock = (Path(__file__).parents[2] / "notifier" / "templates" / "slack.en.j2").read_text()
     good = (
-        "{% macro resource(res) %}{% for c in res.changes %}{{ c.path }}"
-        "{% if c.actor %} {{ c.actor.manager }}{% endif %}{% endfor %}{% endmacro %}"
+        "{% macro change(f) %}{{ f.readable }}{% if f.when %} {{ f.when.at }}{% endif %}"
+        "{% if f.manager %} {{ f.manager[0] }}{% endif %}"
+        "{% if '/' in f.name %} {{ f.name.split('/')[1] }}{% endif %}{% endmacro %}"
     )
-    (tmp_path / "slack.en.j2").write_text(_without_resource(stock) + "\n" + good + "\n")
+    (tmp_path / "slack.en.j2").write_text(_without_change(stock) + "\n" + good + "\n")
     templates = Templates(str(tmp_path))
-    assert "kubectl-edit" in templates.render("slack", "en", "resource", view_with_actor())
+    assert templates.render("slack", "en", "change", view_with_actor()) == "spec.replicas k api"
 
 
 def view_with_actor() -> dict[str, Any]:
     key = ResourceKey("apps", "Deployment", "shop", "api")
     c = Classified(key, FieldChange("/spec/replicas", "replace", 1, 2), "human", Actor("kubectl-edit"))
-    resources: list[dict[str, Any]] = view(DriftReport(AppInfo("x"), [ResourceDrift(key, "modified", [c])]))[
-        "resources"
-    ]
-    return resources[0]
+    fields: list[dict[str, Any]] = digest(
+        view(DriftReport(AppInfo("x"), [ResourceDrift(key, "modified", [c])]))
+    )["fields"]
+    return fields[0]
 
 
-def _without_resource(template: str) -> str:
-    """The stock template minus its ``resource`` macro (which spans lines up to its endmacro)."""
-    start = template.index("{% macro resource(res) %}")
+def _without_change(template: str) -> str:
+    """The stock template minus its ``change`` macro (up to its endmacro)."""
+    start = template.index("{% macro change(f) %}")
     end = template.index("{% endmacro %}", start) + len("{% endmacro %}")
     return template[:start] + template[end:]

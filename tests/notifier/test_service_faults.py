@@ -195,13 +195,13 @@ def test_the_new_triggers_each_send_their_own_message(
         and "synced and pruned nothing" in slack
     )
     assert "line 7" not in slack
-    assert "渲染被拒绝" in text("/feishu", "app-refused") and "refused by empty-output" in text(
+    assert "清单生成被拒绝" in text("/feishu", "app-refused") and "refused by empty-output" in text(
         "/feishu", "refused"
     )
     assert "admission webhook denied" in text("/slack", "app-failed") and "Sync failed" in text(
         "/slack", "app-failed"
     )
-    assert "health Degraded" in text("/slack", "app-failed")
+    assert "health `Degraded`" in text("/slack", "app-failed")
     pd = json.loads(text("/pagerduty", "app-pruning"))
     assert pd["payload"]["custom_details"]["counts"] == {"Service": 2, "Deployment": 1}
     assert "Prune pending" in pd["payload"]["summary"] and pd["payload"]["severity"] == "warning"
@@ -234,11 +234,11 @@ def test_the_drill_with_a_missing_service_and_an_orphan_configmap_alerts_on_all_
     assert _post(service[0], json.dumps(notification("payment"))).status_code == 202
     assert _wait(lambda: len(rx.captured) == 3)
     feishu, slack, pd = (rx.on(p)[0].body.decode() for p in ("/feishu", "/slack", "/pagerduty"))
-    assert "payment-legacy" in feishu and "集群中已缺失" in feishu and "将被清理" in feishu
+    assert "payment-legacy" in feishu and "集群中缺失 1 个资源" in feishu and "1 个资源将被清理" in feishu
     assert "missing from the cluster" in slack and "would be pruned" in slack
     event = json.loads(pd)
     assert event["payload"]["severity"] == "critical"
-    assert {c["class"] for c in event["payload"]["custom_details"]["changes"]} == {
+    assert {c["class"] for c in event["payload"]["custom_details"]["kinds"]} == {
         "missing",
         "prune-candidate",
     }

@@ -36,14 +36,29 @@ def test_signed_interactive_card(rx: Receivers) -> None:
     ).decode()
     assert body["sign"] == expected
     assert body["msg_type"] == "interactive" and body["card"]["header"]["template"] == "orange"
-    assert "配置漂移" in body["card"]["header"]["title"]["content"]
+    card = body["card"]
+    assert card["schema"] == "2.0" and all(
+        e["tag"] in ("markdown", "hr", "button") for e in card["body"]["elements"]
+    )
+    # the title carries the change and the field manager, not only "drift in <app>"
+    assert card["header"]["title"]["content"] == (
+        "告警｜shop-api：镜像 registry.example.com/api:0 → registry.example.com/api:0-hotfix（经 kubectl-set）"
+    )
+    button = card["body"]["elements"][-1]
+    assert button["tag"] == "button"
+    assert button["behaviors"] == [
+        {"type": "open_url", "default_url": "https://argocd.example.com/applications/argocd/shop-api"}
+    ]
 
 
 def test_english_and_unsigned(rx: Receivers) -> None:
     ch = channel(rx, secret="", locale="en")
     HttpSender().send(ch, ch.payload(small_view(), kind="alert"))
     body = rx.on("/feishu")[0].json()
-    assert "sign" not in body and body["card"]["header"]["title"]["content"] == "[ERROR] Drift in shop-api"
+    assert "sign" not in body
+    assert body["card"]["header"]["title"]["content"] == (
+        "[ERROR] shop-api: image registry.example.com/api:0 -> registry.example.com/api:0-hotfix (kubectl-set)"
+    )
 
 
 def test_card_stays_under_20_kb_with_a_count_of_the_rest(rx: Receivers) -> None:
@@ -51,8 +66,9 @@ def test_card_stays_under_20_kb_with_a_count_of_the_rest(rx: Receivers) -> None:
     payload = ch.payload(big_view(400), kind="alert")
     size = len(json.dumps(payload, ensure_ascii=False).encode())
     assert size <= 20 * 1024
-    last = payload["card"]["elements"][-2]["text"]["content"]
-    assert last.startswith("…… 另有 ") and "项变更未显示" in last
+    texts = [e["content"] for e in payload["card"]["body"]["elements"] if e["tag"] == "markdown"]
+    shown = texts[1].count("\n- ") + 1
+    assert f"此处未列出：另外 {400 - shown} 处字段改动" in texts[2]
 
 
 @pytest.mark.parametrize(
@@ -68,7 +84,8 @@ def test_card_stays_under_20_kb_with_a_count_of_the_rest(rx: Receivers) -> None:
             ),
             Permanent,
         ),
-        ((200, {"code": 9499, "msg": "too many request"}), Retryable),
+        ((200, {"code": 11232, "msg": "frequency limited psm[lark.oapi.app_platform_runtime]"}), Retryable),
+        ((200, {"code": 9499, "msg": "Bad Request"}), Permanent),
         ((500, {"code": 1}), Retryable),
         ((400, {"code": 9499}), Permanent),
     ],
@@ -79,6 +96,11 @@ def test_answers_are_classified(rx: Receivers, answer: tuple[int, object], error
     with pytest.raises(error) as exc:
         HttpSender().send(ch, ch.payload(small_view(), kind="alert"))
     assert rx.url not in str(exc.value)  # the webhook URL is a secret
+    body = answer[1]
+    if isinstance(body, dict) and "msg" in body:  # the code and message reach the dead-letter log
+        assert f"code {body['code']}: {body['msg']}" in str(exc.value)
+    if isinstance(exc.value, Retryable) and answer[0] == 200:
+        assert exc.value.retry_after == 60.0  # a custom bot's documented window: 100 a minute
 
 
 def test_bad_url_stops_start_up() -> None:

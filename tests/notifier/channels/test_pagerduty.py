@@ -44,7 +44,8 @@ def test_trigger_then_resolve_share_the_dedup_key(rx: Receivers) -> None:
         "shop",
         "shop",
     )
-    assert p["custom_details"]["changes"][0]["actor"]["manager"] == "kubectl-set"
+    assert p["custom_details"]["changes"][0]["field_manager"] == "kubectl-set"
+    assert p["custom_details"]["changes"][0]["readable"] == "containers[0].image"
     assert trigger["links"] == [
         {"href": "https://argocd.example.com/applications/argocd/shop-api", "text": "Argo CD"}
     ]

@@ -15,21 +15,29 @@ from .views import big_view, small_view
 
 
 def webhook(rx: Receivers) -> SlackChannel:
-    return SlackChannel(ChannelConfig("slack", "slack", url=rx.url + "/slack"), Templates(), locale="zh-CN")
+    return SlackChannel(
+        ChannelConfig("slack", "slack", url=rx.url + "/slack", locale="zh-CN"), Templates(), locale="zh-CN"
+    )
 
 
 def test_blocks_and_fallback(rx: Receivers) -> None:
     ch = webhook(rx)
     HttpSender().send(ch, ch.payload(small_view(), kind="alert"))
     body = rx.on("/slack")[0].json()
-    assert body["text"].startswith(
-        "[error] Drift in shop-api: 1 change(s), e.g. Deployment api-0 /spec/template/spec/containers/0/image"
-    )
-    assert [b["type"] for b in body["blocks"]] == ["header", "section", "section", "divider", "context"]
-    assert "kubectl-set" in body["blocks"][2]["text"]["text"]
+    # the zh-CN fallback is Chinese, plain words, no values or JSON
+    assert body["text"] == "[告警] shop-api：需关注 1 处，最新改动：镜像（经 kubectl-set）"
+    assert [b["type"] for b in body["blocks"]] == [
+        "header",
+        "section",
+        "section",
+        "section",
+        "section",
+        "actions",
+    ]
+    assert "经 `kubectl-set` 修改" in body["blocks"][2]["text"]["text"]
+    assert body["blocks"][3]["text"]["text"] == "_全部 1 处改动均已列出。_"
     assert (
-        "<https://argocd.example.com/applications/argocd/shop-api|Open in Argo CD>"
-        in body["blocks"][-1]["elements"][0]["text"]
+        body["blocks"][-1]["elements"][0]["url"] == "https://argocd.example.com/applications/argocd/shop-api"
     )
 
 
@@ -39,7 +47,8 @@ def test_limits_hold_for_a_huge_report(rx: Receivers) -> None:
     assert len(blocks) <= 50
     assert len(blocks[0]["text"]["text"]) <= 150
     assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")
-    assert any("more change(s) not shown" in b["text"]["text"] for b in blocks if b["type"] == "section")
+    listed = sum(b["text"]["text"].count("• ") for b in blocks[2:-3] if b["type"] == "section")
+    assert f"另外 {300 - listed} 处字段改动" in blocks[-3]["text"]["text"]
 
 
 def test_429_carries_retry_after(rx: Receivers) -> None:

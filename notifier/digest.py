@@ -1,0 +1,281 @@
+"""What an alert says, at any scale: a report view condensed for a person reading a phone.
+
+A prune or missing set is summarised by kind with counts (protected kinds first, always named),
+then the first few names per kind; field changes keep a readable path and short values, newest
+first. Channels fit this digest into their limits by bytes after rendering and add one "N more"
+line that states exactly what was left out (see notifier/channels/fit.py).
+
+Severity is raised to critical when a protected kind or more resources than the shrink guard's
+``max-prune-count`` would go; the defaults mirror cmp_plugin/params.py (``protected-kinds``,
+``max-prune-count``), which the notifier cannot import (apps do not import each other).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from driftguard.diff import ListSeg, Segment, unescape
+from driftguard.drift import HUMAN, MISSING, PRUNE_CANDIDATE
+
+__all__ = [
+    "MAX_PRUNE_COUNT",
+    "NAMES_PER_KIND",
+    "PROTECTED_KINDS",
+    "VALUE_CHARS",
+    "age",
+    "digest",
+    "friendly",
+    "readable_path",
+    "short",
+    "trim_notice",
+]
+
+PROTECTED_KINDS = ("PersistentVolumeClaim", "Namespace", "CustomResourceDefinition", "StatefulSet")
+MAX_PRUNE_COUNT = 10
+NAMES_PER_KIND = 5
+VALUE_CHARS = 80
+PATH_CHARS = 160
+NAME_CHARS = 120
+TITLE_VALUE = 40
+NOTICE_MESSAGE = 1500
+NOTICE_LINES = 30
+_PREFIXES = (
+    "spec.jobTemplate.spec.template.spec.",
+    "spec.template.spec.",
+)
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# well-known fields, for a title that says what changed in words (the readable path stays next to it)
+_FRIENDLY = (
+    (re.compile(r'resources\.limits\["nvidia\.com/gpu"\]$'), "gpu-limit"),
+    (re.compile(r'resources\.requests\["nvidia\.com/gpu"\]$'), "gpu-request"),
+    (re.compile(r"resources\.limits\.cpu$"), "cpu-limit"),
+    (re.compile(r"resources\.requests\.cpu$"), "cpu-request"),
+    (re.compile(r"resources\.limits\.memory$"), "memory-limit"),
+    (re.compile(r"resources\.requests\.memory$"), "memory-request"),
+    (re.compile(r"(^|\.)replicas$"), "replicas"),
+    (re.compile(r"\.image$"), "image"),
+)
+
+
+def short(v: Any, limit: int = VALUE_CHARS) -> str:
+    """One line, at most ``limit`` characters: strings as they are, everything else compact JSON."""
+    if v is None:
+        text = "∅"
+    elif isinstance(v, str):
+        text = v
+    else:
+        text = json.dumps(v, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+    text = " ".join(text.split()) if ("\n" in text or "\r" in text or "\t" in text) else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _keyed(seg: ListSeg) -> str:
+    if seg.key:
+        values = [str(v) for _, v in seg.key]
+        return "[" + ",".join(values) + "]"
+    return f"[{seg.index}]"
+
+
+def readable_path(path: str, segments: tuple[Segment, ...] = ()) -> str:
+    """``/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu`` -> ``containers[server].resources.limits["nvidia.com/gpu"]``.
+
+    List items are named by their merge key when the diff knows it (``segments``), else by index.
+    """
+    parts: list[str] = []
+    if segments:
+        for s in segments:
+            if isinstance(s, ListSeg):
+                parts.append(_keyed(s))
+            else:
+                parts.append(s)
+    else:
+        parts = [unescape(t) for t in path.split("/")[1:]] if path else []
+    out = ""
+    for p in parts:
+        if p.startswith("[") and p.endswith("]"):
+            out += p
+        elif p.isdigit() and out:
+            out += f"[{p}]"
+        elif _PLAIN.match(p):
+            out += ("." if out else "") + p
+        else:
+            out += "[" + json.dumps(p, ensure_ascii=False) + "]"
+    for prefix in _PREFIXES:
+        if out.startswith(prefix):
+            out = out[len(prefix) :]
+            break
+    return short(out, PATH_CHARS) if out else ""
+
+
+def friendly(readable: str) -> str:
+    """A label key (``gpu-limit``...) for well-known fields, or "" (templates translate the key)."""
+    for pattern, label in _FRIENDLY:
+        if pattern.search(readable):
+            return label
+    return ""
+
+
+def _parse_time(raw: Any) -> datetime | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def age(when: datetime, now: datetime) -> tuple[int, str]:
+    """(amount, unit) for "3 min ago": unit one of s, min, h, d."""
+    seconds = max(0, int((now - when).total_seconds()))
+    if seconds < 60:
+        return seconds, "s"
+    if seconds < 3600:
+        return seconds // 60, "min"
+    if seconds < 86400:
+        return seconds // 3600, "h"
+    return seconds // 86400, "d"
+
+
+def _when(raw: Any, tz: ZoneInfo, now: datetime) -> dict[str, Any] | None:
+    when = _parse_time(raw)
+    if when is None:
+        return None
+    n, unit = age(when, now)
+    local = when.astimezone(tz)
+    return {"at": local.strftime("%Y-%m-%d %H:%M"), "zone": local.tzname() or str(tz), "ago": n, "unit": unit}
+
+
+def digest(
+    v: dict[str, Any],
+    *,
+    tz: ZoneInfo | None = None,
+    now: datetime | None = None,
+    protected: tuple[str, ...] = PROTECTED_KINDS,
+    max_prune_count: int = MAX_PRUNE_COUNT,
+) -> dict[str, Any]:
+    """The alert's content from a report view (notifier.render.view); raw strings, channels escape."""
+    tz = tz or ZoneInfo("UTC")
+    now = now or datetime.now(UTC)
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    fields: list[dict[str, Any]] = []
+    classes: set[str] = set()
+    for res in v["resources"]:
+        for c in res["changes"]:
+            cls = c["class"]
+            classes.add(cls)
+            if cls in (MISSING, PRUNE_CANDIDATE):
+                g = groups.setdefault(
+                    (cls, res["kind"]),
+                    {
+                        "cls": cls,
+                        "kind": short(res["kind"], NAME_CHARS),
+                        "count": 0,
+                        "protected": res["kind"] in protected,
+                        "names": [],
+                    },
+                )
+                g["count"] += 1
+                g["names"].append(_where(res))
+                continue
+            actor = c.get("actor")
+            readable = c.get("readable") or readable_path(c["path"])
+            fields.append(
+                {
+                    "cls": cls,
+                    "kind": short(res["kind"], NAME_CHARS),
+                    "name": _where(res),
+                    "short_name": short(res["name"], NAME_CHARS),
+                    "path": short(c["path"], PATH_CHARS),
+                    "readable": readable,
+                    "label": friendly(readable),
+                    "old": short(c["old"]) if c["old"] != "" else '""',
+                    "new": short(c["new"]) if c["new"] != "" else '""',
+                    "manager": short((actor or {}).get("manager") or "", NAME_CHARS),
+                    # the person behind it, from the identity join (driftguard/identity.py): "" when
+                    # unknown; matched False when the join ran and no record matched
+                    "user": short((actor or {}).get("user") or "", NAME_CHARS),
+                    "matched": (actor or {}).get("matched"),
+                    "source": (actor or {}).get("source") or "",
+                    "when": _when((actor or {}).get("time"), tz, now),
+                    "_t": (actor or {}).get("time") or "",
+                }
+            )
+    fields.sort(key=lambda f: f["_t"], reverse=True)  # newest first: the title is the newest change
+    for f in fields:
+        del f["_t"]
+    ordered = sorted(
+        groups.values(),
+        key=lambda g: (
+            0 if g["protected"] else 1,
+            protected.index(g["kind"]) if g["kind"] in protected else 0,
+            0 if g["cls"] == MISSING else 1,
+            -g["count"],
+            g["kind"],
+        ),
+    )
+    for g in ordered:
+        g["names"].sort()
+        g["more_names"] = max(0, len(g["names"]) - NAMES_PER_KIND)
+        g["names"] = g["names"][:NAMES_PER_KIND]
+    going = sum(g["count"] for g in ordered if g["cls"] == PRUNE_CANDIDATE)
+    missing = sum(g["count"] for g in ordered if g["cls"] == MISSING)
+    severity = v["severity"]
+    if any(g["protected"] for g in ordered) or going > max_prune_count or missing > max_prune_count:
+        severity = "critical"
+    app = v["app"]
+    return {
+        "app": {
+            "name": short(app["name"], 253),
+            "project": short(app.get("project") or "", NAME_CHARS),
+            "cluster": short(app.get("cluster") or "", NAME_CHARS),
+            "namespace": short(app.get("destination_namespace") or "", NAME_CHARS),
+            "revision": short((app.get("revision") or "")[:12], 12),
+            "sync": short(app.get("sync_status") or "", 40),
+            "health": short(app.get("health_status") or "", 40),
+        },
+        "severity": severity,
+        "link": v.get("link") or "",
+        "groups": ordered,
+        "fields": fields,
+        "total": v["total"],
+        "prune_total": going,
+        "missing_total": missing,
+        "protected": [g["kind"] for g in ordered if g["protected"]],
+        "classes": sorted(classes),
+        "todo": [k for k in ("prune", "missing", "human") if _todo(k, classes)],
+        "suppressed": dict(v.get("suppressed") or {}),
+        "headline": {
+            **fields[0],
+            "old": short(fields[0]["old"], TITLE_VALUE),
+            "new": short(fields[0]["new"], TITLE_VALUE),
+        }
+        if fields
+        else None,
+        "top": ordered[0] if ordered else None,
+    }
+
+
+def trim_notice(v: dict[str, Any]) -> dict[str, Any]:
+    """A notice view with Argo CD's message and lines cut to what a chat message can carry."""
+    lines = [short(line, 300) for line in v.get("lines", [])[:NOTICE_LINES]]
+    if len(v.get("lines", [])) > NOTICE_LINES:
+        lines.append(f"… +{len(v['lines']) - NOTICE_LINES}")
+    return {
+        **v,
+        "message": short(v.get("message") or "", NOTICE_MESSAGE) if v.get("message") else "",
+        "lines": lines,
+    }
+
+
+def _todo(key: str, classes: set[str]) -> bool:
+    return {"prune": PRUNE_CANDIDATE, "missing": MISSING, "human": HUMAN}[key] in classes
+
+
+def _where(res: dict[str, Any]) -> str:
+    ns = res.get("namespace") or ""
+    return short(f"{ns}/{res['name']}" if ns else str(res["name"]), NAME_CHARS)

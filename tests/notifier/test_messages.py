@@ -1,0 +1,524 @@
+"""Issue 18: one message per channel for any report, within every channel's documented limits, escaped.
+
+The done-when cases (the seed-scale prune, a 60-change resource, the injection strings, a
+253-character app name) are sent through the real HTTP path and checked as the receivers
+captured them; a hypothesis test renders generated reports of every size and shape into every
+channel and locale and checks each limit and that the "more" line tells the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from driftguard.diff import FieldChange, ListSeg
+from driftguard.drift import HUMAN, MISSING, PRUNE_CANDIDATE, Actor, Classified, ResourceDrift
+from driftguard.manifests import ResourceKey
+from driftguard.report import AppInfo, DriftReport
+from notifier.channels import build_channels
+from notifier.channels._http import HttpSender
+from notifier.config import parse_config
+from notifier.render import Templates, view
+from standins.receivers import Receivers
+
+TEMPLATES = Templates()
+LINK = "https://argocd.example.com/applications/argocd/"
+INJECTION = (
+    "<at id=all></at>",
+    "[点我](https://evil.example)",
+    "`rm -rf` *bold* _it_ ~strike~",
+    "<!channel> <https://evil.example|click> &amp;",
+)
+
+
+def channels(rx: Receivers | None, locale: str) -> dict[str, Any]:
+    base = rx.url if rx else "https://hooks.example.com"
+    raw = {
+        "locale": locale,
+        "channels": {
+            "feishu": {"type": "feishu", "url": base + "/feishu", "secret": "s3cret"},
+            "slack": {"type": "slack", "url": base + "/slack", "locale": locale},
+            "pagerduty": {
+                "type": "pagerduty",
+                "url": base + "/pagerduty",
+                "routing_key": "0" * 32,
+                "locale": locale,
+            },
+        },
+    }
+    return build_channels(parse_config(raw), TEMPLATES)
+
+
+OFFLINE = {locale: channels(None, locale) for locale in ("zh-CN", "en")}
+
+
+def app(name: str = "shop") -> AppInfo:
+    return AppInfo(
+        name,
+        project="shop",
+        cluster="prod-1",
+        destination_namespace="shop",
+        revision="0123456789abcdef0123456789abcdef01234567",
+        sync_status="OutOfSync",
+        health_status="Healthy",
+    )
+
+
+def gone(kind: str, n: int, cls: str, group: str = "") -> list[ResourceDrift]:
+    out = []
+    for i in range(n):
+        key = ResourceKey(group, kind, "shop", f"{kind.lower()}-{i:04d}")
+        out.append(
+            ResourceDrift(key, cls, [Classified(key, FieldChange("", "remove", {"big": "x"}, None), cls)])
+        )
+    return out
+
+
+def seed_prune() -> DriftReport:
+    return DriftReport(
+        app("seed"),
+        gone("Deployment", 412, PRUNE_CANDIDATE, "apps")
+        + gone("Service", 1140, PRUNE_CANDIDATE)
+        + gone("PersistentVolumeClaim", 86, PRUNE_CANDIDATE),
+    )
+
+
+def sixty_changes() -> DriftReport:
+    key = ResourceKey("apps", "Deployment", "shop", "api")
+    changes = [
+        Classified(
+            key,
+            FieldChange(f"/spec/template/spec/containers/0/env/{i}/value", "replace", "a" * 900, "b" * 900),
+            HUMAN,
+            Actor("kubectl-edit", "Update", f"2026-11-29T14:{i:02d}:00Z"),
+        )
+        for i in range(60)
+    ]
+    return DriftReport(app(), [ResourceDrift(key, "modified", changes)])
+
+
+def injected() -> DriftReport:
+    key = ResourceKey("", "ConfigMap", "shop", "settings")
+    changes = [
+        Classified(key, FieldChange(f"/data/k{i}", "replace", "old", value), HUMAN, Actor(value, "Update"))
+        for i, value in enumerate(INJECTION)
+    ]
+    orphan = ResourceKey("", "ConfigMap", "shop", "legacy")
+    prune = Classified(
+        orphan, FieldChange("", "remove", {"data": {"x": INJECTION[0]}}, None), PRUNE_CANDIDATE
+    )
+    return DriftReport(
+        app(), [ResourceDrift(key, "modified", changes), ResourceDrift(orphan, PRUNE_CANDIDATE, [prune])]
+    )
+
+
+def long_name() -> DriftReport:
+    name = ("a" * 62 + ".") * 4
+    name = name[:253]
+    key = ResourceKey("apps", "Deployment", "shop", name)
+    change = Classified(key, FieldChange("/spec/replicas", "replace", 1, 5), HUMAN, Actor("kubectl-scale"))
+    return DriftReport(app(name), [ResourceDrift(key, "modified", [change])])
+
+
+CASES = {
+    "seed-prune": seed_prune,
+    "sixty-changes": sixty_changes,
+    "injection": injected,
+    "long-name": long_name,
+}
+
+
+# what the Slack fallback says in its own words (templates slack.*.j2, macro fallback): a generated
+# value equal to one of them is not a leak
+FALLBACK_WORDS = frozenset(
+    [
+        "critical",
+        "warning",
+        "error",
+        "info",
+        "change",
+        "changed",
+        "changes",
+        "look",
+        "would",
+        "pruned",
+        "prune",
+        "missing",
+        "newest",
+        "replicas",
+        "image",
+    ]
+)
+
+
+def check_limits(kind: str, body: bytes, report: DriftReport | None = None) -> dict[str, Any]:
+    """Every documented limit of the channel, on the bytes as sent."""
+    msg: dict[str, Any] = json.loads(body)
+    if kind == "slack" and report is not None:  # the phone's fallback: words, never values or objects
+        for c in report.alerting:
+            for value in (c.change.old, c.change.new):
+                if isinstance(value, dict | list) and value:
+                    assert json.dumps(value, ensure_ascii=False) not in msg["text"]
+                # a value long enough not to be one of the fallback's own words ("prune", "changed")
+                if isinstance(value, str) and len(value) > 3 and value not in FALLBACK_WORDS:
+                    assert value not in msg["text"]
+    if kind == "feishu":
+        assert len(body) <= 20 * 1024
+        card = msg["card"]
+        assert card["schema"] == "2.0" and "elements" in card["body"] and "elements" not in card
+        assert {e["tag"] for e in card["body"]["elements"]} <= {"markdown", "hr", "button"}
+    elif kind == "slack":
+        blocks = msg["blocks"]
+        assert len(blocks) <= 50
+        for b in blocks:
+            if b["type"] == "header":
+                assert len(b["text"]["text"]) <= 150
+            if b["type"] == "section":
+                text = b["text"]["text"]
+                assert len(text) <= 3000
+                for line in text.split("\n"):
+                    assert line.count("`") % 2 == 0, line  # every code span closed on its line
+        assert len(msg["text"]) <= 3000 and "<" not in msg["text"]
+    else:
+        assert len(body) <= 512 * 1024
+        assert len(msg["dedup_key"]) <= 255
+        if msg["event_action"] == "trigger":
+            assert len(msg["payload"]["summary"]) <= 1024
+            details = json.dumps(msg["payload"]["custom_details"], ensure_ascii=False).encode()
+            assert len(details) <= 64 * 1024
+    return msg
+
+
+def send_all(rx: Receivers, report: DriftReport, locale: str) -> dict[str, dict[str, Any]]:
+    sender = HttpSender()
+    v = view(report, link=LINK + report.app.name)
+    out = {}
+    for name, ch in channels(rx, locale).items():
+        sender.send(ch, ch.payload(v, kind="alert"))
+        [captured] = rx.on("/" + name)
+        out[name] = check_limits(name, captured.body, report)
+    return out
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "en"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_done_when_case_is_one_message_per_channel_within_every_limit(
+    case: str, locale: str, rx: Receivers
+) -> None:
+    report = CASES[case]()
+    msgs = send_all(rx, report, locale)
+    assert len(rx.captured) == 3 and set(msgs) == {"feishu", "slack", "pagerduty"}
+    colour = {"critical": "red", "error": "orange", "warning": "yellow", "info": "blue"}
+    assert msgs["feishu"]["card"]["header"]["template"] == colour[msgs["pagerduty"]["payload"]["severity"]]
+
+
+def _markdown(msg: dict[str, Any]) -> str:
+    return "\n".join(e["content"] for e in msg["card"]["body"]["elements"] if e["tag"] == "markdown")
+
+
+def _sections(msg: dict[str, Any]) -> str:
+    return "\n".join(b["text"]["text"] for b in msg["blocks"] if b["type"] == "section")
+
+
+def test_the_seed_prune_names_the_pvcs_first_counts_every_kind_and_is_critical(rx: Receivers) -> None:
+    msgs = send_all(rx, seed_prune(), "en")
+    card = msgs["feishu"]["card"]
+    assert card["header"]["template"] == "red"
+    assert card["header"]["title"]["content"] == (
+        "[CRITICAL] seed: 1638 would be pruned incl. PersistentVolumeClaim"
+    )
+    text = _markdown(msgs["feishu"])
+    lines = [line for line in text.splitlines() if line.startswith("- **")]
+    assert lines[0].startswith("- **86 PersistentVolumeClaim** (protected kind)")
+    assert (
+        "shop/persistentvolumeclaim-0000, shop/persistentvolumeclaim-0001" in lines[0]
+        and "and 81 more" in lines[0]
+    )
+    assert lines[1].startswith("- **1140 Service**") and lines[2].startswith("- **412 Deployment**")
+    assert "All 1638 change(s) are listed." in text  # every kind is there with its count
+    assert (
+        "(to be pruned: in the cluster, no longer in Git)**: do not sync with prune; check `argocd app diff seed`"
+        in text
+    )
+    slack = _sections(msgs["slack"])
+    assert slack.index("`PersistentVolumeClaim`") < slack.index("`Service`") < slack.index("`Deployment`")
+    assert "*86* `PersistentVolumeClaim` *(protected kind)*" in slack
+    pd = msgs["pagerduty"]["payload"]
+    assert pd["severity"] == "critical"
+    assert (
+        pd["summary"] == "seed: 1638 would be pruned (86 PersistentVolumeClaim, 1140 Service, 412 Deployment)"
+    )
+    kinds = pd["custom_details"]["kinds"]
+    assert [(k["kind"], k["count"], k["protected"]) for k in kinds] == [
+        ("PersistentVolumeClaim", 86, True),
+        ("Service", 1140, False),
+        ("Deployment", 412, False),
+    ]
+    assert "big" not in json.dumps(pd["custom_details"])  # never whole objects
+
+
+def test_a_prune_within_the_shrink_guard_count_of_unprotected_kinds_is_not_raised_to_critical() -> None:
+    report = DriftReport(app(), gone("ConfigMap", 3, PRUNE_CANDIDATE))
+    payload = OFFLINE["en"]["pagerduty"].payload(view(report), kind="alert")
+    assert payload["payload"]["severity"] == "warning"
+    report = DriftReport(app(), gone("ConfigMap", 11, PRUNE_CANDIDATE))  # > max-prune-count 10
+    assert OFFLINE["en"]["pagerduty"].payload(view(report), kind="alert")["payload"]["severity"] == "critical"
+
+
+def test_sixty_changes_are_cut_per_change_and_the_more_line_is_true(rx: Receivers) -> None:
+    msgs = send_all(rx, sixty_changes(), "en")
+    text = _markdown(msgs["feishu"])
+    listed = [line for line in text.splitlines() if line.startswith("- **Deployment**")]
+    assert 0 < len(listed) < 60
+    assert all("a" * 79 + "…" in line and "a" * 81 not in line for line in listed)  # each value cut
+    assert f"Not shown here: {60 - len(listed)} more field change(s)" in text
+    # newest first: the 14:59 change leads, the title says which and how many more
+    assert "containers[0].env[59].value" in listed[0].replace("&#91;", "[").replace("&#93;", "]")
+    assert msgs["feishu"]["card"]["header"]["title"]["content"].endswith("(kubectl-edit) +59 more")
+    slack = msgs["slack"]["blocks"]
+    bullets = sum(b["text"]["text"].count("• ") for b in slack if b["type"] == "section")
+    assert f"{60 - bullets} more field change(s)" in _sections(msgs["slack"])
+    pd = msgs["pagerduty"]["payload"]["custom_details"]
+    assert len(pd["changes"]) + pd["not_shown"]["fields"] == 60
+
+
+def test_injection_strings_stay_text_in_every_channel(rx: Receivers) -> None:
+    msgs = send_all(rx, injected(), "zh-CN")
+    card = json.dumps(msgs["feishu"]["card"]["body"], ensure_ascii=False)
+    assert "<at" not in card and "](" not in card and "https://evil.example" not in card
+    assert (
+        "&lt;at id=all&gt;&lt;/at&gt;" in card
+        and "&#91;点我&#93;&#40;https:\u200b//evil.example&#41;" in card
+    )
+    assert "`rm" not in card and "*bold*" not in card
+    for block in msgs["slack"]["blocks"]:
+        if block["type"] != "section":
+            continue
+        for line in block["text"]["text"].split("\n"):
+            outside = line.split("`")[0::2]  # the text between code spans
+            for piece in outside:
+                assert "<" not in piece and "evil" not in piece and "bold" not in piece, line
+    slack = _sections(msgs["slack"])
+    assert "`&lt;at id=all&gt;&lt;/at&gt;`" in slack and "`&lt;!channel&gt;" in slack
+    assert "ˋrm -rfˋ *bold* _it_ ~strike~" in slack  # inside code: literal, and the span cannot be closed
+    assert "<" not in msgs["slack"]["text"] and "{" not in msgs["slack"]["text"]
+
+
+def test_a_253_character_app_name_keeps_every_limit_and_a_short_dedup_key(rx: Receivers) -> None:
+    report = long_name()
+    msgs = send_all(rx, report, "en")
+    key = msgs["pagerduty"]["dedup_key"]
+    assert len(key) == 255 and key.startswith("driftguard/argocd/aaaa")
+    assert msgs["slack"]["blocks"][0]["text"]["text"].endswith("…")
+    # a different long name sharing the first 220 characters gets a different key
+    other = long_name()
+    other.app = AppInfo(report.app.name[:-1] + "b")
+    other_key = OFFLINE["en"]["pagerduty"].payload(view(other), kind="alert")["dedup_key"]
+    assert other_key != key and len(other_key) == 255
+
+
+def test_pagerduty_leads_with_the_newest_drift_on_the_same_open_incident(rx: Receivers) -> None:
+    """PagerDuty appends a trigger on an open dedup_key to that alert's log: the newest entry must say what is new."""
+    key = ResourceKey("apps", "Deployment", "ai", "deepseek-inference")
+    gpu = Classified(
+        key,
+        FieldChange(
+            "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
+            "replace",
+            "2",
+            "4",
+            (
+                "spec",
+                "template",
+                "spec",
+                "containers",
+                ListSeg(0, (("name", "server"),), {}),
+                "resources",
+                "limits",
+                "nvidia.com/gpu",
+            ),
+        ),
+        HUMAN,
+        Actor("kubectl-patch", "Update", "2026-11-29T14:02:07Z"),
+    )
+    image = Classified(
+        key,
+        FieldChange(
+            "/spec/template/spec/containers/0/image",
+            "replace",
+            "r/ds:1.8.2",
+            "r/ds:1.9.0",
+            ("spec", "template", "spec", "containers", ListSeg(0, (("name", "server"),), {}), "image"),
+        ),
+        HUMAN,
+        Actor("kubectl-set", "Update", "2026-11-29T15:30:00Z"),
+    )
+    ch = channels(rx, "en")["pagerduty"]
+    sender = HttpSender()
+    first = DriftReport(app("deepseek-inference"), [ResourceDrift(key, "modified", [gpu])])
+    later = DriftReport(app("deepseek-inference"), [ResourceDrift(key, "modified", [gpu, image])])
+    sender.send(ch, ch.payload(view(first), kind="alert"))
+    sender.send(ch, ch.payload(view(later), kind="alert"))
+    a, b = (c.json() for c in rx.on("/pagerduty"))
+    assert a["dedup_key"] == b["dedup_key"]  # one incident per drift episode, resolved with the same key
+    [alert] = rx.pagerduty_alerts()  # as PagerDuty keeps it: one open alert, the second trigger in its log
+    assert alert["status"] == "triggered" and alert["summary"] == a["payload"]["summary"]
+    assert alert["log"][-1] == b["payload"]["summary"]  # the newest entry names the newest drift
+    sender.send(ch, ch.payload(view(later, kind="resolve"), kind="resolve"))
+    sender.send(ch, ch.payload(view(later), kind="alert"))  # drift again after the resolve
+    first_alert, second_alert = rx.pagerduty_alerts()
+    assert first_alert["status"] == "resolved" and second_alert["status"] == "triggered"
+    assert second_alert["summary"] == b["payload"]["summary"]  # a new incident titled with the newest drift
+    assert a["payload"]["summary"] == "deepseek-inference: GPU limit 2 -> 4 (kubectl-patch)"
+    assert (
+        b["payload"]["summary"] == "deepseek-inference: image r/ds:1.8.2 -> r/ds:1.9.0 (kubectl-set) +1 more"
+    )
+    assert b["payload"]["custom_details"]["newest_at"] == "2026-11-29 15:30 UTC"
+    assert b["payload"]["custom_details"]["changes"][0]["readable"] == "containers[server].image"
+    assert a["payload"]["custom_details"]["changes"][0]["readable"] == (
+        'containers[server].resources.limits["nvidia.com/gpu"]'
+    )
+
+
+def test_times_follow_the_configured_zone_with_the_age() -> None:
+    raw = {"timeZone": "Asia/Shanghai", "channels": {"f": {"type": "feishu", "url": "https://x.example"}}}
+    ch = build_channels(parse_config(raw), TEMPLATES)["f"]
+    key = ResourceKey("apps", "Deployment", "shop", "api")
+    c = Classified(
+        key,
+        FieldChange("/spec/replicas", "replace", 1, 2),
+        HUMAN,
+        Actor("kubectl-scale", "Update", "2026-11-29T14:02:07Z"),
+    )
+    from datetime import UTC, datetime
+
+    payload = ch.payload(
+        view(DriftReport(app(), [ResourceDrift(key, "modified", [c])])),
+        kind="alert",
+        now=datetime(2026, 11, 29, 14, 5, 30, tzinfo=UTC),
+    )
+    assert "2026-11-29 22:02 CST（3 分钟前）" in _markdown(payload)
+
+
+# --- the property test: every size and shape, every channel and locale --------------------------
+
+KINDS = ("Deployment", "Service", "ConfigMap", "PersistentVolumeClaim", "Namespace", "StatefulSet", "Widget")
+specials = st.sampled_from(
+    ["`", "*", "_", "~", "<", ">", "&", "[", "](", "\n", "<at id=all>", "é", "配置", "\\", "|"]
+)
+texts = st.lists(specials | st.text(max_size=30), max_size=40).map("".join)
+values = st.none() | st.integers() | texts | st.dictionaries(st.text(max_size=5), texts, max_size=3)
+names = st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,250}[a-z0-9])?", fullmatch=True)
+
+
+@st.composite
+def reports(draw: Any) -> DriftReport:
+    drifts = []
+    for kind in draw(st.lists(st.sampled_from(KINDS), max_size=5, unique=True)):
+        cls = draw(st.sampled_from([PRUNE_CANDIDATE, MISSING]))
+        drifts += gone(kind, draw(st.integers(0, 150)), cls)
+    for _ in range(draw(st.integers(0, 4))):
+        key = ResourceKey(
+            "apps", draw(st.sampled_from(KINDS)), draw(st.sampled_from(["", "shop"])), draw(names)
+        )
+        changes = [
+            Classified(
+                key,
+                FieldChange(
+                    draw(st.sampled_from(["/spec/replicas", "/data/" + draw(texts)])),
+                    "replace",
+                    draw(values),
+                    draw(values),
+                ),
+                HUMAN,
+                draw(
+                    st.none()
+                    | st.builds(
+                        Actor,
+                        manager=texts,
+                        operation=st.just("Update"),
+                        time=st.none() | st.just("2026-11-29T14:02:07Z"),
+                    )
+                ),
+            )
+            for _ in range(draw(st.integers(1, 40)))
+        ]
+        drifts.append(ResourceDrift(key, "modified", changes))
+    return DriftReport(app(draw(names)), drifts)
+
+
+def _truth(d_report: DriftReport, text: str, item: re.Pattern[str], group: re.Pattern[str]) -> None:
+    """The listed kinds and changes plus what the "more" line counts are exactly the report's."""
+    alerting = d_report.alerting
+    kinds = {(c.cls, c.resource.kind) for c in alerting if c.cls in (MISSING, PRUNE_CANDIDATE)}
+    fields = [c for c in alerting if c.cls == HUMAN]
+    listed_groups = len(group.findall(text))
+    listed_fields = len(item.findall(text))
+    if "change(s) are listed." in text:
+        assert (listed_groups, listed_fields) == (len(kinds), len(fields))
+        return
+    more_kinds = re.search(r"(\d+) more kind\(s\)", text)
+    more_fields = re.search(r"(\d+) more field change\(s\)", text)
+    assert listed_groups + (int(more_kinds.group(1)) if more_kinds else 0) == len(kinds)
+    assert listed_fields + (int(more_fields.group(1)) if more_fields else 0) == len(fields)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(reports())
+def test_every_report_fits_every_channel_and_the_more_line_is_true(report: DriftReport) -> None:
+    v = view(report, link=LINK + report.app.name)
+    for locale, chs in OFFLINE.items():
+        for name, ch in chs.items():
+            payload = ch.payload(v, kind="alert")
+            body = ch.prepare(payload).body  # signing fields included
+            msg = check_limits(name, body, report)
+            if locale != "en":
+                continue
+            if name == "feishu":
+                _truth(
+                    report,
+                    _markdown(msg),
+                    re.compile(r"^- \*\*(?!\d+ )", re.M),
+                    re.compile(r"^- \*\*\d+ ", re.M),
+                )
+            elif name == "slack":
+                _truth(report, _sections(msg), re.compile(r"^• `", re.M), re.compile(r"^• \*\d+\* ", re.M))
+            else:
+                details = msg["payload"]["custom_details"]
+                _truth_pd(report, details)
+
+
+def _truth_pd(report: DriftReport, details: dict[str, Any]) -> None:
+    gone_total = sum(1 for c in report.alerting if c.cls in (MISSING, PRUNE_CANDIDATE))
+    fields = sum(1 for c in report.alerting if c.cls == HUMAN)
+    assert sum(k["count"] for k in details["kinds"]) + details["not_shown"]["resources"] == gone_total
+    assert len(details["changes"]) + details["not_shown"]["fields"] == fields
+
+
+@pytest.mark.parametrize("event", ["sync-failed", "render-refused", "prune-pending"])
+def test_a_notice_with_a_huge_hostile_message_fits_and_stays_text(event: str) -> None:
+    from notifier.render import notice_view
+
+    hostile = " ".join(INJECTION) + "\n" + "x" * 200_000
+    v = notice_view(
+        app(),
+        event=event,
+        message=hostile,
+        lines=[hostile] * 500,
+        counts={"<at id=all></at>": 3, "Deployment": 412},
+        link=LINK + "shop",
+    )
+    for chs in OFFLINE.values():
+        for name, ch in chs.items():
+            msg = check_limits(name, ch.prepare(ch.payload(v, kind="notice")).body)
+            if name == "feishu":
+                assert "<at" not in _markdown(msg)
+            if name == "slack":
+                assert "<at" not in _sections(msg)
