@@ -11,7 +11,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from .conftest import run_cmp
+import pytest
+
+from .conftest import cmp_env, run_cmp
 from .gitrepo import REPO_URL, Repo, appset, configmaps
 
 SECRET = "s3cr3t-outside-the-checkout-7f1d"
@@ -116,3 +118,97 @@ def test_a_directory_name_is_not_evaluated_as_helms_name_template(tmp_path: Path
     # a name helm accepts still renders, and the release carries it
     ok = run_cmp(here, env, "render", str(here), "--app-name", "web")
     assert ok.returncode == 0, ok.stderr
+
+
+# --- kustomize: the files a generator or transformer config names -----------------------------
+
+
+def _kustomize_config_attack(checkout: Path, outside: Path, field: str, config: str, layout: str) -> Path:
+    """A kustomization naming a builtin plugin config: as a file, inline, or a directory of configs."""
+    here = checkout / "apps" / "gen"
+    here.mkdir(parents=True)
+    text = config.format(outside=outside)
+    if layout == "file":
+        (here / "config.yaml").write_text(text)
+        entry = "config.yaml"
+    elif layout == "inline":
+        entry = "|\n" + "".join(f"      {line}\n" for line in text.splitlines())
+    else:
+        (here / "plugins").mkdir()
+        (here / "plugins" / "kustomization.yaml").write_text("resources:\n  - config.yaml\n")
+        (here / "plugins" / "config.yaml").write_text(text)
+        entry = "plugins"
+    (here / "kustomization.yaml").write_text(f"{field}:\n  - {entry}\n")
+    return here
+
+
+GENERATOR = """apiVersion: builtin
+kind: ConfigMapGenerator
+metadata:
+  name: loot
+files:
+  - t={outside}/token
+"""
+ENVS_GENERATOR = GENERATOR.replace("files:\n  - t=", "envs:\n  - ").replace("/token", "/env")
+PATCH = """apiVersion: builtin
+kind: PatchTransformer
+metadata:
+  name: loot
+path: {outside}/patch.yaml
+target:
+  kind: ConfigMap
+"""
+
+
+@pytest.mark.parametrize(
+    ("field", "config", "layout"),
+    [
+        ("generators", GENERATOR, "file"),
+        ("generators", ENVS_GENERATOR, "file"),
+        ("transformers", PATCH, "file"),
+        ("generators", GENERATOR, "inline"),
+        ("generators", GENERATOR, "directory"),
+    ],
+    ids=["generator-files", "generator-envs", "transformer-path", "inline-config", "directory-of-configs"],
+)
+def test_a_kustomize_plugin_config_naming_a_file_outside_is_refused_even_with_the_restrictor_open(
+    tmp_path: Path, field: str, config: str, layout: str
+) -> None:
+    """The platform may open the load restrictor (DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR); the checkout
+    confinement must still hold for the files a builtin generator's or transformer's config names."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "token").write_text(SECRET + "\n")
+    (outside / "env").write_text(f"T={SECRET}\n")
+    (outside / "patch.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  t: {SECRET}\n"
+    )
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    here = _kustomize_config_attack(checkout, outside, field, config, layout)
+    (here / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n")
+    with (here / "kustomization.yaml").open("a") as f:
+        f.write("resources:\n  - cm.yaml\n")
+    env = cmp_env("apps/gen", None, DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsNone")
+    env["DRIFTGUARD_CMP_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = run_cmp(here, env, "generate")
+    out = _no_leak(proc)
+    assert proc.returncode != 0, out
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("driftguard: ") and "outside the repository checkout" in first, out
+    assert "config refers to" in first, out
+
+
+def test_a_kustomize_plugin_config_naming_files_inside_still_renders(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    here = _kustomize_config_attack(
+        checkout, tmp_path, "generators", GENERATOR.replace("{outside}/token", "data/token"), "inline"
+    )
+    (here / "data").mkdir()
+    (here / "data" / "token").write_text("in-repo\n")
+    env = cmp_env("apps/gen", None, DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsNone")
+    env["DRIFTGUARD_CMP_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = run_cmp(here, env, "generate")
+    assert proc.returncode == 0, proc.stderr
+    assert "in-repo" in proc.stdout and "name: loot" in proc.stdout
