@@ -212,3 +212,39 @@ def test_a_kustomize_plugin_config_naming_files_inside_still_renders(tmp_path: P
     proc = run_cmp(here, env, "generate")
     assert proc.returncode == 0, proc.stderr
     assert "in-repo" in proc.stdout and "name: loot" in proc.stdout
+
+
+# --- the content cache cannot be made to fill the sidecar's disk ------------------------------
+
+MAX_CACHE_ENTRY = 4 << 20
+"""docs/security.md: no content-cache entry is larger than 4 MiB."""
+
+
+def _alias_bomb(variant: int) -> str:
+    """1.5 KB of YAML that PyYAML loads as shared references and JSON writes out as ~10 MB."""
+    lines = ["enabled: true", f'l0: &l0 "{variant}' + "x" * 1000 + '"']
+    for i in range(1, 4):
+        lines.append(f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 10) + "]")
+    lines.append("top: [" + ",".join(["*l3"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_values_alias_bomb_does_not_write_huge_content_cache_entries(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    here = checkout / "apps" / "bomb"
+    (here / "templates").mkdir(parents=True)
+    (here / "Chart.yaml").write_text(CHART)
+    (here / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n{{- if .Values.enabled }}\ndata: {}\n{{- end }}\n"
+    )
+    cache = tmp_path / "cache"
+    for variant in range(2):  # each new content would be one more entry
+        (here / "values.yaml").write_text(_alias_bomb(variant))
+        env = cmp_env("apps/bomb", None)
+        env["DRIFTGUARD_CMP_CACHE_DIR"] = str(cache)
+        proc = run_cmp(here, env, "generate")
+        assert proc.returncode == 0 or proc.stderr.startswith("driftguard: "), proc.stderr[-2000:]
+    sizes = {p.name: p.stat().st_size for p in cache.iterdir()}
+    assert sizes and max(sizes.values()) <= MAX_CACHE_ENTRY, sizes
+    assert sum(sizes.values()) <= 2 * MAX_CACHE_ENTRY, sizes
