@@ -248,3 +248,23 @@ def test_a_values_alias_bomb_does_not_write_huge_content_cache_entries(tmp_path:
     sizes = {p.name: p.stat().st_size for p in cache.iterdir()}
     assert sizes and max(sizes.values()) <= MAX_CACHE_ENTRY, sizes
     assert sum(sizes.values()) <= 2 * MAX_CACHE_ENTRY, sizes
+
+
+# --- the PR check: one Application name, one definition ---------------------------------------
+
+
+def test_a_second_application_of_the_same_name_cannot_hide_a_destructive_change(tmp_path: Path) -> None:
+    """Argo CD keeps one of two same-named Applications (the later one, with a RepeatedResourceWarning);
+    which one the PR check would have kept is not a guess to make: the duplicate is refused."""
+    repo = Repo(tmp_path / "gitops")
+    repo.write("web/manifests.yaml", configmaps(*(f"web-{i}" for i in range(5))))
+    repo.write("small/manifests.yaml", configmaps("web-0"))
+    repo.write("apps/web-production.yaml", _application("web-production", "web"))
+    base = repo.commit("base")
+    repo.write("apps/web-production.yaml", _application("web-production", "small"))  # drops 4
+    repo.write("apps/aa.yml", _application("web-production", "web"))  # the decoy, read after
+    head = repo.commit("re-point production, plus a decoy")
+    proc = _diff(repo, base, head, "apps/", "--fail-on-removal", "*-production")
+    out = _no_leak(proc)
+    assert proc.returncode != 0, out
+    assert "web-production" in out and "apps/aa.yml" in out and "apps/web-production.yaml" in out, out
