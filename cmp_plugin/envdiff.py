@@ -39,6 +39,7 @@ from cmp_plugin.appset.findings import (
 )
 from cmp_plugin.appset.git import normalize_url
 from cmp_plugin.argo_env import AppEnv, parse_parameters
+from cmp_plugin.confine import inside
 from cmp_plugin.envcause import cause_of
 from cmp_plugin.guards.implicit_defaults import Finding as GateFinding
 from cmp_plugin.guards.implicit_defaults import analyse
@@ -293,6 +294,11 @@ def _read_manifests(
     path: Path, tree: Path, inv: Inventory, urls: frozenset[str], options: DiffOptions, settings: CmpSettings
 ) -> None:
     source = str(path.relative_to(tree))
+    if not inside(str(path), os.path.realpath(tree)):
+        # what the repo-server refuses before any render (reposerver/repository/repository.go,
+        # CheckOutOfBoundsSymlinks): the PR's worktree may hold a symlink to a file of the CI runner
+        inv.errors.append(f"{source}: a symlink that leads outside the repository checkout; not read")
+        return
     try:
         docs = load_stream(path.read_bytes(), source=source)
     except DriftguardError:

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from yaml import safe_dump as yaml_dump
 
 from .conftest import cmp_env, run_cmp
 from .gitrepo import REPO_URL, Repo, appset, configmaps
@@ -268,3 +269,20 @@ def test_a_second_application_of_the_same_name_cannot_hide_a_destructive_change(
     out = _no_leak(proc)
     assert proc.returncode != 0, out
     assert "web-production" in out and "apps/aa.yml" in out and "apps/web-production.yaml" in out, out
+
+
+def test_a_symlinked_application_manifest_out_of_the_checkout_is_not_read(tmp_path: Path) -> None:
+    """A PR may commit apps/x.yaml as a symlink to a file of the CI runner (another checkout's Application)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.yaml").write_text(yaml_dump(_application(SECRET, "web")))
+    repo = Repo(tmp_path / "gitops")
+    repo.write("web/manifests.yaml", configmaps("web-0"))
+    repo.write("apps/web.yaml", _application("web", "web"))
+    base = repo.commit("base")
+    (repo.path / "apps" / "other.yaml").symlink_to(outside / "app.yaml")
+    head = repo.commit("a symlinked manifest")
+    proc = _diff(repo, base, head, "apps/")
+    out = _no_leak(proc)
+    assert proc.returncode != 0, out
+    assert "apps/other.yaml" in out and "outside the repository checkout" in out, out
