@@ -286,3 +286,29 @@ def test_a_symlinked_application_manifest_out_of_the_checkout_is_not_read(tmp_pa
     out = _no_leak(proc)
     assert proc.returncode != 0, out
     assert "apps/other.yaml" in out and "outside the repository checkout" in out, out
+
+
+def test_a_matrix_of_aliased_lists_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    """YAML aliases: a few KB of ApplicationSet, a matrix of 350 x 350 parameter sets (and far more
+    with longer lists): refused while it is built, naming the generator and the limit."""
+    elements = "[&e {team: alpha}" + ", *e" * 349 + "]"
+    text = (
+        "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata:\n  name: bomb\n  namespace: argocd\n"
+        "spec:\n  generators:\n    - matrix:\n        generators:\n"
+        f"          - list:\n              elements: &els {elements}\n"
+        "          - list:\n              elements: *els\n"
+        "  template:\n    metadata:\n      name: 'team-{{team}}'\n    spec:\n      project: default\n"
+        f"      source: {{repoURL: '{REPO_URL}', path: web, plugin: {{name: driftguard}}}}\n"
+        "      destination: {server: 'https://kubernetes.default.svc', namespace: apps}\n"
+    )
+    repo = Repo(tmp_path / "gitops")
+    repo.write("web/manifests.yaml", configmaps("web-0"))
+    repo.write("apps/web.yaml", _application("web", "web"))
+    base = repo.commit("base")
+    repo.write("apps/bomb.yaml", text)
+    head = repo.commit("an aliased matrix")
+    proc = _diff(repo, base, head, "apps/")
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "the matrix generator produces more than 100000 parameter sets" in proc.stdout + proc.stderr, (
+        proc.stdout[-2000:] + proc.stderr[-2000:]
+    )
