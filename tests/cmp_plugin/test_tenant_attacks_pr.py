@@ -7,8 +7,11 @@ print what a file outside the checkout, or the plugin's environment, holds.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import tarfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -312,3 +315,69 @@ def test_a_matrix_of_aliased_lists_is_refused_before_it_is_expanded(tmp_path: Pa
     assert "the matrix generator produces more than 100000 parameter sets" in proc.stdout + proc.stderr, (
         proc.stdout[-2000:] + proc.stderr[-2000:]
     )
+
+
+# --- a values schema that refers outside the chart --------------------------------------------
+
+
+def _schema_chart(tmp_path: Path, schema: Mapping[str, object], *, archive: bool = False) -> Path:
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    here = checkout / "apps" / "schema"
+    (here / "templates").mkdir(parents=True)
+    (here / "Chart.yaml").write_text(CHART)
+    (here / "values.yaml").write_text('x: "nope"\n')
+    (here / "templates" / "cm.yaml").write_text(CM)
+    text = json.dumps(schema)
+    if not archive:
+        (here / "values.schema.json").write_text(text)
+        return here
+    sub = tmp_path / "sub"
+    (sub / "templates").mkdir(parents=True)
+    (sub / "Chart.yaml").write_text("apiVersion: v2\nname: sub\nversion: 1.0.0\n")
+    (sub / "values.schema.json").write_text(text)
+    (here / "charts").mkdir()
+    with tarfile.open(here / "charts" / "sub-1.0.0.tgz", "w:gz") as tar:
+        tar.add(sub, arcname="sub")
+    return here
+
+
+def _generate(here: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = cmp_env("apps/schema", None)
+    env["DRIFTGUARD_CMP_CACHE_DIR"] = str(tmp_path / "cache")
+    return run_cmp(here, env, "generate")
+
+
+@pytest.mark.parametrize("archive", [False, True], ids=["chart", "subchart-archive"])
+@pytest.mark.parametrize("scheme", ["file", "http", "id-base"])
+def test_a_values_schema_referring_outside_the_chart_is_refused(
+    tmp_path: Path, scheme: str, archive: bool
+) -> None:
+    """helm's schema loader follows file:// and http:// refs: a file of the sidecar came out in its
+    validation error (enum), and an http ref is a GET to anything the sidecar can reach."""
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"type": "object", "properties": {"x": {"enum": [SECRET]}}}))
+    schemas: dict[str, dict[str, object]] = {
+        "file": {"$ref": outside.as_uri()},
+        "http": {"$ref": "http://127.0.0.1:9/outside.json"},
+        "id-base": {"$id": outside.parent.as_uri() + "/", "$ref": "outside.json"},
+    }
+    proc = _generate(_schema_chart(tmp_path, schemas[scheme], archive=archive), tmp_path)
+    out = _no_leak(proc)
+    assert proc.returncode != 0, out
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("driftguard: error: ") and "values.schema.json" in first, out
+    assert "refers outside the schema" in first, out
+
+
+def test_a_values_schema_with_its_own_definitions_still_validates(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "definitions": {"name": {"type": "string", "enum": ["nope"]}},
+        "properties": {"x": {"$ref": "#/definitions/name"}, "id": {"type": "string"}, "$ref": {}},
+    }
+    proc = _generate(_schema_chart(tmp_path, schema), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "checkout" / "apps" / "schema" / "values.yaml").write_text('x: "other"\n')
+    refused = _generate(tmp_path / "checkout" / "apps" / "schema", tmp_path)
+    assert refused.returncode != 0 and "must be one of" in refused.stderr, refused.stderr
