@@ -112,7 +112,10 @@ def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str) -> None:
     what = {"helm": "the chart", "directory": "the manifest directory"}.get(renderer, "the app directory")
     check_tree(app_dir, repo_root, what=what)
     if renderer == "helm":
+        from cmp_plugin.schema_refs import check_chart_schemas
+
         _check_chart_dependencies(app_dir, repo_root)
+        check_chart_schemas(app_dir, os.path.realpath(repo_root))
 
 
 def _check_chart_dependencies(chart_dir: Path, repo_root: Path) -> None:
@@ -134,6 +137,9 @@ def _check_chart_dependencies(chart_dir: Path, repo_root: Path) -> None:
                     f"Chart.yaml dependency {dep.get('name')!r}: {repo} leads outside the repository checkout"
                 )
             check_tree(target, repo_root, what=f"chart dependency {dep.get('name')!r}")
+            from cmp_plugin.schema_refs import check_chart_schemas
+
+            check_chart_schemas(target, os.path.realpath(repo_root))
 
 
 def _load_yaml(text: str, origin: str) -> Any:
@@ -148,34 +154,96 @@ def _load_yaml(text: str, origin: str) -> Any:
 
 
 def _check_kustomize(app_dir: Path, repo_root: Path) -> None:
-    """Walk the kustomization graph: each directory it builds, each file it names, all inside."""
+    """Walk the kustomization graph: each directory it builds, each file it names, all inside.
+
+    A ``generators``/``transformers``/``validators`` entry is a builtin plugin's config (a file, a
+    directory whose resources are configs, or the config inline), and the config names files of its
+    own (``ConfigMapGenerator`` ``files``/``envs``, ``PatchTransformer`` ``path``, ...): those are
+    read too. Kustomize's ``LoadRestrictionsRootOnly`` refuses them when they leave the
+    kustomization's root, but the platform may open the restrictor; the checkout still holds.
+    """
     root = os.path.realpath(repo_root)
-    todo = [os.path.realpath(app_dir)]
-    done: set[str] = set()
+    todo: list[tuple[str, bool]] = [(os.path.realpath(app_dir), False)]
+    done: set[tuple[str, bool]] = set()
     while todo:
-        here = todo.pop()
-        if here in done:
+        here, configs = todo.pop()
+        if (here, configs) in done:
             continue
-        done.add(here)
+        done.add((here, configs))
         check_tree(Path(here), repo_root, what="the kustomization")
         marker = next((m for m in _KUSTOMIZE_MARKERS if os.path.isfile(os.path.join(here, m))), None)
         if marker is None:
             continue
+        origin = _rel(os.path.join(here, marker), root)
         with open(os.path.join(here, marker), encoding="utf-8", errors="replace") as f:
-            doc = _load_yaml(f.read(), f"{_rel(os.path.join(here, marker), root)}")
+            doc = _load_yaml(f.read(), origin)
         if not isinstance(doc, dict):
             continue
+        plugin_entries = {e for field in _PLUGIN_FIELDS for e in (doc.get(field) or []) if isinstance(e, str)}
+        if configs:  # a directory a generators/transformers entry named: its resources are configs
+            plugin_entries |= {e for e in doc.get("resources") or [] if isinstance(e, str)}
+        for inline in (e for e in plugin_entries if "\n" in e):
+            _check_configs(inline, here, root, origin)  # a config written in the kustomization itself
         for ref in _references(doc):
+            if "\n" in ref:
+                continue  # an inline config or patch, not a path
             target = os.path.join(here, ref)
             if not os.path.lexists(target):
                 continue  # a remote base, or missing: kustomize fetches or fails on its own
             if not inside(target, root):
-                raise InputError(
-                    f"{_rel(os.path.join(here, marker), root)} refers to {ref!r}, which leads outside the "
-                    "repository checkout"
-                )
+                raise InputError(f"{origin} refers to {ref!r}, which leads outside the repository checkout")
+            is_config = ref in plugin_entries
             if os.path.isdir(target):
-                todo.append(os.path.realpath(target))
+                todo.append((os.path.realpath(target), is_config))
+            elif is_config:
+                with open(target, encoding="utf-8", errors="replace") as f:
+                    _check_configs(f.read(), here, root, _rel(target, root))
+
+
+_PLUGIN_FIELDS = ("generators", "transformers", "validators")
+
+
+def _check_configs(text: str, kustomization_dir: str, root: str, origin: str) -> None:
+    """Every file a builtin plugin config names stays inside the checkout (relative to its kustomization)."""
+    import yaml
+
+    from driftguard.manifests import safe_load, split_documents
+
+    try:
+        docs = [safe_load(chunk) for _, chunk in split_documents(text)]
+    except yaml.YAMLError as exc:
+        raise InputError(f"{origin} is not valid YAML: {exc}") from exc
+    for config in docs:
+        if not isinstance(config, dict):
+            continue
+        for ref in _config_references(config):
+            target = os.path.join(kustomization_dir, ref)
+            if not inside(target, root):
+                raise InputError(
+                    f"{origin}: the {config.get('kind') or 'plugin'} config refers to {ref!r}, which leads "
+                    "outside the repository checkout"
+                )
+
+
+def _config_references(config: dict[str, Any]) -> list[str]:
+    """The files a builtin generator's or transformer's config names (kustomize api/builtins, api/types)."""
+    out: list[str] = []
+
+    def add(value: Any) -> None:
+        if isinstance(value, str) and value.strip():
+            out.append(value.split("=", 1)[-1] if "=" in value else value)
+
+    for key in ("files", "envs", "paths", "additionalValuesFiles"):  # ConfigMap/SecretGenerator, PSM, helm
+        items = config.get(key)
+        for item in items if isinstance(items, list) else []:
+            add(item.get("path") if isinstance(item, dict) else item)
+    for key in ("env", "path", "valuesFile", "chartHome", "configHome"):  # PatchTransformer, helm, ...
+        add(config.get(key))
+    items = config.get("replacements")
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            add(item.get("path"))
+    return out
 
 
 def _references(doc: dict[str, Any]) -> list[str]:

@@ -17,6 +17,9 @@ __all__ = ["cache_get", "cache_put", "content_key", "hasher"]
 KEEP = 128
 """Entries kept per kind (the part of the name before the first '-'); older ones are removed."""
 
+KEEP_BYTES = 64 << 20
+"""Bytes kept per kind: with KEEP, what one kind may hold in the sidecar's shared cache directory."""
+
 
 def hasher(data: bytes) -> Any:
     """BLAKE2b without importing hashlib (which loads OpenSSL, ~5 ms): keys that no tenant can collide."""
@@ -32,7 +35,13 @@ def content_key(text: str) -> str:
     return str(hasher(text.encode(errors="replace")).hexdigest())
 
 
-MAX_ENTRY = 64 * 1024 * 1024
+MAX_ENTRY = 4 << 20
+"""An entry larger than this is neither written nor read: the render computes it again instead.
+
+Entries are computed from tenant content, and JSON writes YAML aliases out in full: 1.5 KB of
+values with nested aliases is an 11 MB entry, one per content a tenant commits. The cap (with
+KEEP_BYTES) keeps the cache directory, which every tenant's render shares, from filling up.
+"""
 
 
 def cache_get(cache_dir: Path, name: str) -> Any:
@@ -54,17 +63,26 @@ def cache_get(cache_dir: Path, name: str) -> Any:
 
 
 def cache_put(cache_dir: Path, name: str, body: Any) -> None:
-    """Write an entry atomically; keep the newest entries of its kind (the part of ``name`` before '-')."""
+    """Write an entry atomically; keep the newest entries of its kind (the part of ``name`` before '-')
+    within KEEP entries and KEEP_BYTES bytes; an entry over MAX_ENTRY is not written."""
     try:
         cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         from cmp_plugin.launch import write_private
 
-        write_private(
-            str(cache_dir / f"{name}.json"), json.dumps(body, separators=(",", ":"), default=str).encode()
-        )
+        data = json.dumps(body, separators=(",", ":"), default=str).encode()
+        if len(data) > MAX_ENTRY:
+            return
+        write_private(str(cache_dir / f"{name}.json"), data)
         kind = name.split("-", 1)[0]
-        entries = sorted(cache_dir.glob(f"{kind}-*.json"), key=lambda p: p.stat().st_mtime)
-        for old in entries[: max(0, len(entries) - KEEP)]:
-            old.unlink(missing_ok=True)
+        entries = sorted(
+            ((p.stat(), p) for p in cache_dir.glob(f"{kind}-*.json")),
+            key=lambda e: e[0].st_mtime,
+            reverse=True,
+        )
+        total = 0
+        for kept, (stat, path) in enumerate(entries, 1):  # newest first: keep within both budgets
+            total += stat.st_size
+            if kept > KEEP or total > KEEP_BYTES:
+                path.unlink(missing_ok=True)
     except OSError:
         pass  # a cache that cannot be written only costs the next render the work again

@@ -74,6 +74,15 @@ class Cluster:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
+MAX_PARAMETER_SETS = 100_000
+"""Parameter sets one generator entry may produce (a matrix: its product), checked as they are built.
+
+Argo CD has no such limit, but a PR check must end: YAML aliases make a 100 KB ApplicationSet a
+matrix of two 25,000-element lists, 625 million sets, and the CI runner would run out of memory
+before ``--max-apps`` (counted after expansion) could say so.
+"""
+
+
 @dataclass
 class Context:
     """One ApplicationSet at one revision."""
@@ -99,6 +108,14 @@ class Context:
 
     def fail(self, message: str) -> AppSetError:
         return AppSetError(f"ApplicationSet {self.appset}: {message}")
+
+    def check_sets(self, count: int, generator: str) -> None:
+        """Refuse a generator whose parameter sets pass MAX_PARAMETER_SETS."""
+        if count > MAX_PARAMETER_SETS:
+            raise self.fail(
+                f"the {generator} generator produces more than {MAX_PARAMETER_SETS} parameter sets; "
+                "driftguard refuses to expand it"
+            )
 
 
 class Generator(Protocol):

@@ -19,6 +19,7 @@ from typing import Any
 from cmp_plugin.appset.base import Context, Dropped, Generated, Origin, Params
 from cmp_plugin.appset.gofmt import flatten, format_v, path_match
 from cmp_plugin.appset.template import sanitize_name
+from cmp_plugin.confine import inside
 from driftguard.errors import DriftguardError
 from driftguard.manifests import safe_load
 
@@ -80,7 +81,16 @@ class GitGenerator:
                 origin = Origin("git", f"file:{f}", f"git file {f}", f)
                 ctx.dropped.append(Dropped((origin,), f"excluded by `{item['path']}` (exclude: true)"))
         out = []
+        root = os.path.realpath(ctx.tree)
         for rel in sorted(chosen):
+            if not inside(str(ctx.tree / rel), root):
+                # the repo-server refuses a checkout holding such a symlink before any generator reads it
+                # (argoproj/argo-cd reposerver/repository/repository.go, CheckOutOfBoundsSymlinks); the PR
+                # check reads a plain git worktree, so it refuses the file itself, never reading the target
+                raise ctx.fail(
+                    f"git file {rel} is a symlink that leads outside the repository checkout; "
+                    "replace it with the file itself"
+                )
             try:
                 sets = file_param_sets(rel, (ctx.tree / rel).read_text(), prefix, go=ctx.go_template)
             except (OSError, UnicodeDecodeError, DriftguardError, ValueError) as exc:

@@ -38,6 +38,7 @@ class MatrixGenerator:
                             raise ctx.fail(f"matrix: found duplicate key {key} with different value")
                         params[key] = value
                 out.append(Generated(params, first.origins + second.origins))
+                ctx.check_sets(len(out), "matrix")
         return out
 
 

@@ -45,6 +45,7 @@ def transform(entry: Any, ctx: Context, *, nested: bool = False) -> list[Generat
     if not isinstance(spec, dict):
         raise ctx.fail(f"generator {key} must be a map")
     generated = GENERATORS[key].generate(spec, ctx)
+    ctx.check_sets(len(generated), key)
     if key not in ("list", "matrix", "merge"):  # the generators with a `values` field (utils.go)
         generated = apply_values(generated, spec.get("values"), ctx)
     selector = entry.get("selector")

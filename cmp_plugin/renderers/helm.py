@@ -112,6 +112,32 @@ def values_files(job: RenderJob) -> list[Path]:
     return files
 
 
+_RELEASE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""Helm's own rule for a release name (helm pkg/chartutil/validate_name.go, ``ValidateReleaseName``)."""
+
+MAX_RELEASE_NAME = 53
+
+
+def release_name(job: RenderJob) -> str:
+    """The release name, refused unless helm would accept it as it stands.
+
+    ``--name-template`` is the only way ``helm template`` takes a name, and helm evaluates it as a
+    Go template with sprig's functions, ``env`` included, before it checks the result. The name
+    comes from the app's name (in ``render``, its directory; in ``diff``, the PR's Application
+    manifest), so a name like ``{{ env "HTTPS_PROXY" }}`` would have helm print the plugin's
+    environment in its error. A name that already is a valid release name has no template in it.
+    """
+    name = job.env.release_name
+    if len(name) > MAX_RELEASE_NAME or not _RELEASE_NAME.fullmatch(name):
+        shown = name if len(name) <= 80 and name.isprintable() else repr(name[:80]) + "..."
+        raise InputError(
+            f"the release name {shown} is not a valid Helm release name (lowercase letters, digits, '-' "
+            f"and '.', at most {MAX_RELEASE_NAME} characters); name the Application so, or set the "
+            "release-name parameter"
+        )
+    return name
+
+
 def helm_argv(helm: str, job: RenderJob, *, values_files: list[Path]) -> list[str]:
     """``helm template <app dir>`` with Argo CD's native flags (Argo CD runs ``helm template .`` there: same output)."""
     env = job.env
@@ -120,7 +146,7 @@ def helm_argv(helm: str, job: RenderJob, *, values_files: list[Path]) -> list[st
         "template",
         str(job.app_dir),
         "--name-template",
-        env.release_name,
+        release_name(job),
         "--namespace",
         env.namespace,
     ]
