@@ -22,7 +22,7 @@ from notifier.delivery import Worker
 from notifier.expand import Expander, system_rules_from_file
 from notifier.logs import configure, event
 from notifier.metrics import NotifierMetrics
-from notifier.outbox import Outbox
+from notifier.outbox import Outbox, open_outbox
 from notifier.render import Templates
 from notifier.settings import NotifierSettings
 
@@ -50,7 +50,7 @@ def load(
         raise ConfigError("DRIFTGUARD_ARGOCD_URL", "is required")
     config = config or load_config(settings.config_file, argocd_url=settings.argocd.url)
     channels = build_channels(config, Templates(settings.templates_dir))
-    return settings, config, channels, Outbox(settings.outbox, lease=settings.lease)
+    return settings, config, channels, open_outbox(settings)
 
 
 def create_app(settings: NotifierSettings | None = None, *, config: NotifierConfig | None = None) -> Flask:
@@ -75,6 +75,8 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         max_attempts=settings.max_attempts,
         max_retry_after=settings.max_retry_after,
         send_timeout=min(10.0, settings.lease * 0.4),
+        retention=settings.retention,
+        intake_window=settings.intake_window,
     )
     app = Flask("driftguard-notifier")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -112,7 +114,8 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         "started",
         channels=sorted(channels),
         routes=len(config.routes),
-        outbox=str(settings.outbox),
+        outbox=outbox.backend,
+        where=str(settings.outbox) if outbox.backend == "sqlite" else getattr(outbox, "where", ""),
         worker=settings.worker,
     )
     return app

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -16,10 +16,8 @@ from notifier.settings import NotifierSettings
 from .conftest import TOKEN, notification, post
 
 
-def stored(app: Flask) -> list[sqlite3.Row]:
-    db = sqlite3.connect(app.extensions["driftguard"].settings.outbox)
-    db.row_factory = sqlite3.Row
-    return db.execute("SELECT * FROM notifications").fetchall()
+def stored(app: Flask) -> list[dict[str, Any]]:
+    return app.extensions["driftguard"].outbox.query("SELECT * FROM notifications")  # type: ignore[no-any-return]
 
 
 def test_accepted_is_stored_before_the_202(app: Flask) -> None:
