@@ -19,6 +19,7 @@
         ├── Retryable               try again later (5xx, 429, timeouts); may carry retry_after seconds
         ├── Unconfirmed             sent, no answer in time: the receiver may have it, a resend may duplicate
         └── Permanent               will never succeed as sent (4xx, rejected payload): dead-letter it
+    StoreUnavailable                (under DriftguardError) the outbox cannot take a write: not stored, try again
 
 Temporary failures (``UpstreamUnavailable``, ``Retryable``) are the ones a caller retries; the
 rest are final. Always raise these ``from`` the exception that caused them.
@@ -123,3 +124,7 @@ class Unconfirmed(DeliveryError):
 
 class Permanent(DeliveryError):
     """A delivery that will never succeed as sent."""
+
+
+class StoreUnavailable(DriftguardError):
+    """The durable store (the notifier's outbox) cannot take a write: nothing was stored, try again."""

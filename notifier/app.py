@@ -24,7 +24,7 @@ from notifier.identity import IdentityStore, Recorder, SQLiteIdentityStore
 from notifier.journal import Journal, SQLiteJournal
 from notifier.logs import configure, event
 from notifier.metrics import NotifierMetrics
-from notifier.outbox import Outbox
+from notifier.outbox import Outbox, SqliteOutbox, open_outbox
 from notifier.render import Templates
 from notifier.settings import NotifierSettings
 
@@ -41,9 +41,9 @@ class State:
     outbox: Outbox
     worker: Worker
     metrics: NotifierMetrics
-    identities: IdentityStore
-    journal: Journal
-    recorder: Recorder
+    identities: IdentityStore | None
+    journal: Journal | None
+    recorder: Recorder | None
 
 
 def load(
@@ -55,17 +55,22 @@ def load(
         raise ConfigError("DRIFTGUARD_ARGOCD_URL", "is required")
     config = config or load_config(settings.config_file, argocd_url=settings.argocd.url)
     channels = build_channels(config, Templates(settings.templates_dir))
-    return settings, config, channels, Outbox(settings.outbox, lease=settings.lease)
+    return settings, config, channels, open_outbox(settings)
 
 
 def create_app(settings: NotifierSettings | None = None, *, config: NotifierConfig | None = None) -> Flask:
     configure()
     settings, config, channels, outbox = load(settings, config=config)
     assert settings.argocd is not None  # load() checked it
-    identities = SQLiteIdentityStore(
-        outbox, retention=settings.identity_retention, max_rows=settings.identity_max_rows
-    )
-    journal = SQLiteJournal(outbox)
+    # The identity store and the drift journal are written for the SQLite outbox (their SQL is
+    # SQLite's); with PostgreSQL they are off and their endpoints say so (docs/identity.md).
+    identities: IdentityStore | None = None
+    journal: Journal | None = None
+    if isinstance(outbox, SqliteOutbox):
+        identities = SQLiteIdentityStore(
+            outbox, retention=settings.identity_retention, max_rows=settings.identity_max_rows
+        )
+        journal = SQLiteJournal(outbox)
     expander = Expander(
         ArgoCDClient(settings.argocd),
         system_rules=system_rules_from_file(settings.argocd_cm_file),
@@ -86,6 +91,8 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         max_retry_after=settings.max_retry_after,
         send_timeout=min(10.0, settings.lease * 0.4),
         journal=journal,
+        retention=settings.retention,
+        intake_window=settings.intake_window,
     )
     app = Flask("driftguard-notifier")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -98,7 +105,9 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         metrics,
         identities,
         journal,
-        Recorder(identities, on_result=lambda outcome, n: metrics.identity("admission", outcome, n)),
+        Recorder(identities, on_result=lambda outcome, n: metrics.identity("admission", outcome, n))
+        if identities is not None
+        else None,
     )
     app.register_blueprint(webhook.bp)
     app.register_blueprint(ops.bp)
@@ -135,7 +144,8 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         "started",
         channels=sorted(channels),
         routes=len(config.routes),
-        outbox=str(settings.outbox),
+        outbox=outbox.backend,
+        where=str(settings.outbox) if outbox.backend == "sqlite" else getattr(outbox, "where", ""),
         worker=settings.worker,
     )
     return app

@@ -25,7 +25,7 @@ def incidents(argv: list[str]) -> int:
 
     from notifier.incidents import parse_since
     from notifier.journal import SQLiteJournal, summary
-    from notifier.outbox import Outbox
+    from notifier.outbox import SqliteOutbox as Outbox
 
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier incidents", description="drift episodes, newest first"

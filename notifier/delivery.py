@@ -68,6 +68,8 @@ class Worker:
         poll: float = 0.2,
         send_timeout: float = 10.0,
         journal: Journal | None = None,
+        retention: float = 7 * 86400.0,
+        intake_window: float = 300.0,
     ) -> None:
         self.outbox = outbox
         self.expander = expander
@@ -83,6 +85,9 @@ class Worker:
         self.retry_cap = retry_cap
         self.poll = poll
         self.journal = journal
+        self.retention = retention
+        self.windows = max(dedup_window, intake_window)
+        self._last_sweep = 0.0
         self.sender = HttpSender(connect_timeout=min(3.05, send_timeout), read_timeout=send_timeout)
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -156,6 +161,13 @@ class Worker:
                     received_at=now,
                 )
                 busy = True
+        if now - self._last_sweep >= 30.0:
+            self._last_sweep = now
+            swept = self.outbox.sweep(
+                dead_after=self.dead_letter_after, retention=self.retention, windows=self.windows
+            )
+            if swept and swept["dead"]:
+                event("dead_letter_swept", level=logging.ERROR, messages=swept["dead"])
         return busy
 
     def _start_sends(self) -> bool:
@@ -303,8 +315,13 @@ class Worker:
             return out, "alert"
         if self.journal is not None and report.app.sync_status == "Synced":
             self.journal.healed(app_key, at=received_at, by=_healed_by(app))  # no-op without an open episode
+        # Resolve once whichever replica sees the sync: closing the incident is atomic (one caller
+        # deletes the row), and so is claiming the resolve of an app with none open (PagerDuty only).
         was_open = self.outbox.incident(app_key) is not None
         if not was_open and trigger not in RESOLVE_TRIGGERS:
+            return out, "quiet"
+        was_open = self.outbox.close_incident(app_key)
+        if not self.outbox.claim_resolve(app_key, self.dedup_window) and not was_open:
             return out, "quiet"
         for channel in self.config.targets(report, set(ROUTABLE)):
             ch = self.channels[channel]
@@ -312,7 +329,6 @@ class Worker:
                 continue  # chat channels hear "resolved" only about drift they were told of
             payload = ch.payload(view(report, link=link, kind=RESOLVE), kind=RESOLVE)
             out.append(_message(channel, RESOLVE, app_key, "resolve", payload, received_at))
-        self.outbox.close_incident(app_key)
         return out, ("resolve" if out else "quiet")
 
     def _plan_notice(

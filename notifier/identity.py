@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from driftguard.identity import IdentityEvent, IdentityStore, attribute
-from notifier.outbox import Outbox
+from notifier.outbox import SqliteOutbox as Outbox
 
 __all__ = ["IdentityStore", "Recorder", "SQLiteIdentityStore", "attribute", "create_tables"]
 

@@ -110,6 +110,10 @@ def incidents_json() -> tuple[Response, int]:
     except ValueError as exc:
         return jsonify({"error": str(exc)}), 400
     journal = current_app.extensions["driftguard"].journal
+    if journal is None:
+        return jsonify(
+            {"error": "the drift journal needs the SQLite outbox (DRIFTGUARD_NOTIFIER_OUTBOX)"}
+        ), 501
     episodes = journal.episodes(**q)
     return jsonify({"episodes": episodes, "summary": summary(episodes)}), 200
 
@@ -136,6 +140,9 @@ def incidents_page() -> tuple[Response, int]:
     except ValueError as exc:
         return Response(_page("Drift journal", f"<p>{escape(str(exc))}</p>"), mimetype="text/html"), 400
     journal = current_app.extensions["driftguard"].journal
+    if journal is None:
+        message = "the drift journal needs the SQLite outbox (DRIFTGUARD_NOTIFIER_OUTBOX)"
+        return Response(_page("Drift journal", f"<p>{escape(message)}</p>"), mimetype="text/html"), 501
     episodes = journal.episodes(**q)
     week = journal.episodes(since=time.time() - WEEK, limit=5000)
     body = _filters(q) + _stats(summary(week)) + _list(episodes)

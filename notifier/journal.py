@@ -24,7 +24,7 @@ from driftguard.drift import HUMAN
 from driftguard.identity import parse_time, who
 from driftguard.report import DriftReport
 from notifier.identity import create_tables
-from notifier.outbox import Outbox
+from notifier.outbox import SqliteOutbox as Outbox
 
 __all__ = ["Journal", "SQLiteJournal", "episode_view", "summary"]
 

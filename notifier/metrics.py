@@ -19,7 +19,7 @@ from driftguard.metrics import MULTIPROC_ENV, bounded, exposition
 __all__ = ["EXPANDED", "LATENCY_BUCKETS", "RECEIVED", "SENT", "STAGES", "NotifierMetrics"]
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-RECEIVED = ("accepted", "unauthorized", "invalid", "unavailable")
+RECEIVED = ("accepted", "duplicate", "unauthorized", "invalid", "unavailable")
 EXPANDED = (
     "alert",
     "resolve",
@@ -59,7 +59,7 @@ class NotifierMetrics:
         r = self.registry
         self._received = Counter(
             "driftguard_notifier_received",
-            "Notifications received, by outcome (accepted, unauthorized, invalid, unavailable).",
+            "Notifications received, by outcome (accepted, duplicate, unauthorized, invalid, unavailable).",
             ["outcome"],
             registry=r,
         )

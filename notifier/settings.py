@@ -28,6 +28,14 @@ class NotifierSettings:
     """The channels/routes YAML (DRIFTGUARD_NOTIFIER_CONFIG)."""
     outbox: Path = Path("/var/lib/driftguard/outbox.sqlite3")
     """SQLite outbox path, on a PVC in the manifests (DRIFTGUARD_NOTIFIER_OUTBOX)."""
+    database_url: str = field(default="", repr=False)
+    """``postgresql://...``: a PostgreSQL outbox shared by several replicas instead of SQLite
+    (DRIFTGUARD_NOTIFIER_DATABASE_URL; from a Secret; libpq TLS options pass through)."""
+    intake_window: float = 300.0
+    """Seconds within which the same notification (app, trigger, revision, status) is stored once
+    however many times or replicas receive it (DRIFTGUARD_NOTIFIER_INTAKE_WINDOW; 0: off)."""
+    retention: float = 7 * 86400.0
+    """Finished notifications and messages are deleted after this many seconds (DRIFTGUARD_NOTIFIER_RETENTION)."""
     max_body_bytes: int = 1024 * 1024
     """Largest notification body accepted (DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES)."""
     dedup_window: float = 600.0
@@ -90,6 +98,13 @@ class NotifierSettings:
             raise ConfigError("DRIFTGUARD_NOTIFIER_ADMISSION_AUTH", "must be `token` or `none`")
         if self.identity_retention <= 0 or self.identity_max_rows < 1:
             raise ConfigError("DRIFTGUARD_NOTIFIER_IDENTITY_*", "retention and row limit must be positive")
+        if self.database_url and not self.database_url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError("DRIFTGUARD_NOTIFIER_DATABASE_URL", "must be a postgresql:// URL")
+        if self.intake_window < 0 or self.retention < self.dead_letter_after:
+            raise ConfigError(
+                "DRIFTGUARD_NOTIFIER_RETENTION",
+                "must be at least the dead-letter window (and the intake window >= 0)",
+            )
         if not self.redact_salt:
             object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
 
@@ -108,6 +123,9 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_NOTIFIER_TEMPLATES": ("templates_dir", str),
     "DRIFTGUARD_ARGOCD_CM_FILE": ("argocd_cm_file", str),
     "DRIFTGUARD_NOTIFIER_OUTBOX": ("outbox", Path),
+    "DRIFTGUARD_NOTIFIER_DATABASE_URL": ("database_url", str.strip),
+    "DRIFTGUARD_NOTIFIER_INTAKE_WINDOW": ("intake_window", float),
+    "DRIFTGUARD_NOTIFIER_RETENTION": ("retention", float),
     "DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES": ("max_body_bytes", int),
     "DRIFTGUARD_NOTIFIER_DEDUP_WINDOW": ("dedup_window", float),
     "DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER": ("dead_letter_after", float),

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
 import re
-import sqlite3
 import time
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from driftguard.errors import StoreUnavailable
 from notifier.logs import event
 
-__all__ = ["bp", "validate"]
+__all__ = ["bp", "intake_key", "validate"]
+
+_VOLATILE = ("reconciledAt", "observedAt")
+"""Status fields that change on every reconcile, not with the app's state: left out of the intake key."""
 
 bp = Blueprint("webhook", __name__)
 
@@ -75,6 +79,23 @@ def validate(body: Any) -> tuple[str, str, str]:
     return name, namespace, trigger or "unknown"
 
 
+def intake_key(body: dict[str, Any], name: str, namespace: str, trigger: str) -> str:
+    """The idempotency key of a notification: app, trigger, revision and the app's status fingerprint.
+
+    Argo CD's controller retries a webhook with the same rendered body, and several replicas may
+    each receive a copy; within the intake window they are stored once. A body without ``status``
+    (a hand-made request) has no fingerprint: each one is a new notification ("").
+    """
+    status = body["app"].get("status")
+    if not isinstance(status, dict) or not status:
+        return ""
+    sync = status.get("sync")
+    revision = (sync.get("revision") or sync.get("revisions") or "") if isinstance(sync, dict) else ""
+    stable = {k: v for k, v in status.items() if k not in _VOLATILE}
+    raw = json.dumps([namespace, name, trigger, revision, stable], sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
 @bp.post("/v1/notifications")
 def receive() -> tuple[Response, int]:
     state = current_app.extensions["driftguard"]
@@ -101,15 +122,18 @@ def receive() -> tuple[Response, int]:
     except ValueError as exc:
         state.metrics.received("invalid")
         return _error(400, str(exc))
+    app_namespace = namespace or state.settings.argocd.namespace
     try:
-        nid = state.outbox.add_notification(
+        nid, duplicate = state.outbox.add_notification(
             body,
             app=name,
-            app_namespace=namespace or state.settings.argocd.namespace,
+            app_namespace=app_namespace,
             trigger=trigger,
             received_at=received_at,
+            key=intake_key(body, name, app_namespace, trigger) if state.settings.intake_window else "",
+            window=state.settings.intake_window,
         )
-    except sqlite3.Error:
+    except StoreUnavailable:
         # not stored, so not accepted: Argo CD sees the 503 and the pod turns not ready until a write succeeds
         state.metrics.received("unavailable")
         event(
@@ -121,6 +145,10 @@ def receive() -> tuple[Response, int]:
         return _error(
             503, f"the outbox cannot be written ({state.outbox.write_error}); the notification was not stored"
         )
+    if duplicate:
+        # already stored (a retry, or a copy another replica took): accepted, not queued twice
+        state.metrics.received("duplicate")
+        return jsonify({"id": nid, "duplicate": True}), 202
     state.metrics.received("accepted")
     state.worker.wake()  # this process's worker starts at once; the others find it by polling
     return jsonify({"id": nid}), 202

@@ -133,3 +133,44 @@ def test_argocd_cm_mounted_as_a_directory(tmp_path: Path) -> None:
     (tmp_path / "url").write_text("https://argocd.example.com")
     [rule] = system_rules_from_file(str(tmp_path))
     assert (rule.group, rule.kind, rule.json_pointers) == ("apps", "Deployment", ("/spec/replicas",))
+
+
+def test_the_postgresql_variant_runs_three_replicas_and_the_sqlite_one_stays_the_default() -> None:
+    default = {(o["kind"], o["metadata"]["name"]): o for o in kustomize(ROOT / "manifests/base/notifier")}
+    ha = {
+        (o["kind"], o["metadata"]["name"]): o
+        for o in kustomize(ROOT / "manifests/examples/notifier-postgresql")
+    }
+    one = default[("Deployment", "driftguard-notifier")]["spec"]
+    assert one["replicas"] == 1 and one["strategy"] == {"type": "Recreate"}
+    assert ("PersistentVolumeClaim", "driftguard-notifier-outbox") in default
+    assert "DRIFTGUARD_NOTIFIER_DATABASE_URL" not in json.dumps(one)
+
+    spec = ha[("Deployment", "driftguard-notifier")]["spec"]
+    assert spec["replicas"] == 3
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1},
+    }
+    pod = spec["template"]["spec"]
+    labels = spec["template"]["metadata"]["labels"]
+    keys = {c["topologyKey"] for c in pod["topologySpreadConstraints"]}
+    assert keys == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    assert all(
+        c["labelSelector"]["matchLabels"].items() <= labels.items() for c in pod["topologySpreadConstraints"]
+    )
+    env = {e["name"]: e for e in pod["containers"][0]["env"]}
+    for name in ("DRIFTGUARD_NOTIFIER_DATABASE_URL", "PGPASSWORD"):
+        assert (
+            "value" not in env[name]
+            and env[name]["valueFrom"]["secretKeyRef"]["name"] == "driftguard-notifier-database"
+        )
+    assert ("PersistentVolumeClaim", "driftguard-notifier-outbox") not in ha
+    assert "persistentVolumeClaim" not in json.dumps(pod["volumes"])  # no ReadWriteOnce volume pins a pod
+    pdb = ha[("PodDisruptionBudget", "driftguard-notifier")]["spec"]
+    assert pdb["maxUnavailable"] == 1 and pdb["selector"]["matchLabels"].items() <= labels.items()
+    secret = yaml.safe_load(
+        (ROOT / "manifests/base/notifier/postgresql/database-secret.template.yaml").read_text()
+    )
+    assert secret["metadata"]["name"] == "driftguard-notifier-database"
+    assert set(secret["stringData"]) >= {"url", "password"} and "example.com" in secret["stringData"]["url"]

@@ -15,11 +15,30 @@ from notifier.config import NotifierConfig, parse_config
 from notifier.settings import NotifierSettings
 from standins import argo_api, receivers
 from standins.drill import serve_drill
+from standins.postgres import PgServer
 
 TOKEN = "notifier-test-token-0123456789"
 PD_KEY = "0123456789abcdef0123456789abcdef"
 AUDIT_TOKEN = "audit-token-0123456789abcdef"
 READ_TOKEN = "read-token-0123456789abcdef"
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[PgServer]:
+    """One real PostgreSQL for the session (each test gets its own database)."""
+    server = PgServer(fsync=False)  # a test never crashes the server itself; a restart is a clean stop
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def outbox_url(request: pytest.FixtureRequest) -> str:
+    """The store under test: "" for the embedded SQLite file, else a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return ""
+    server: PgServer = request.getfixturevalue("pg")
+    return server.new_database()
 
 
 @pytest.fixture
@@ -51,21 +70,27 @@ def make_config(rx: receivers.Receivers, **extra: Any) -> NotifierConfig:
     return parse_config(raw)
 
 
-def make_settings(tmp_path: Path, argo_url: str, **extra: Any) -> NotifierSettings:
+def make_settings(tmp_path: Path, argo_url: str, database_url: str = "", **extra: Any) -> NotifierSettings:
     argocd = ArgoCDSettings(url=argo_url, token=argo_api.FakeArgo().token, timeout=2.0, retries=0)
     return NotifierSettings(
-        token=TOKEN, outbox=tmp_path / "outbox.sqlite3", worker=False, argocd=argocd, **extra
+        token=TOKEN,
+        outbox=tmp_path / "outbox.sqlite3",
+        database_url=database_url,
+        worker=False,
+        argocd=argocd,
+        **extra,
     )
 
 
 @pytest.fixture
-def app(tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers) -> Iterator[Flask]:
-    application = create_app(make_settings(tmp_path, argo.url), config=make_config(rx))
+def app(tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers, outbox_url: str) -> Iterator[Flask]:
+    application = create_app(make_settings(tmp_path, argo.url, outbox_url), config=make_config(rx))
     application.extensions["driftguard"].worker.retry_base = 0.01
     yield application
     state = application.extensions["driftguard"]
     state.worker.stop()
     state.worker.expander.close()
+    state.outbox.close()
 
 
 def post(

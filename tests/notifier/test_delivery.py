@@ -80,7 +80,7 @@ def test_argo_cd_down_keeps_the_notification_and_retries(app: Flask, argo: FakeA
     argo.fail_with = 503
     post(app.test_client(), notification())
     worker(app).run_once()
-    row = outbox(app)._db().execute("SELECT state, attempts, last_error FROM notifications").fetchone()
+    [row] = outbox(app).query("SELECT state, attempts, last_error FROM notifications")
     assert row["state"] == "pending" and row["attempts"] == 1 and "unreachable" in row["last_error"]
     assert rx.captured == []
     argo.fail_with = None
@@ -88,18 +88,20 @@ def test_argo_cd_down_keeps_the_notification_and_retries(app: Flask, argo: FakeA
     assert len(rx.on("/feishu")) == 1
 
 
-def test_a_new_process_sends_what_the_old_one_left(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
+def test_a_new_process_sends_what_the_old_one_left(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str
+) -> None:
     drill_app(argo)
-    first = create_app(make_settings(tmp_path, argo.url), config=make_config(rx))
+    first = create_app(make_settings(tmp_path, argo.url, outbox_url), config=make_config(rx))
     assert post(first.test_client(), notification()).status_code == 202
     claimed = first.extensions["driftguard"].outbox.claim_notification()  # it took the work, then "died"
     assert claimed is not None
-    second = create_app(make_settings(tmp_path, argo.url), config=make_config(rx))
+    second = create_app(make_settings(tmp_path, argo.url, outbox_url), config=make_config(rx))
     w = second.extensions["driftguard"].worker
     w.drain(timeout=0.5)
     assert rx.captured == []  # the lease of the dead process still holds
     # the old lease runs out (60 s by default); shorten it the way the clock would
-    second.extensions["driftguard"].outbox._db().execute("UPDATE notifications SET lease_until=0")
+    second.extensions["driftguard"].outbox.query("UPDATE notifications SET lease_until=0")
     w.drain()
     assert len(rx.on("/feishu")) == 1 and len(rx.on("/pagerduty")) == 1
     w.stop()

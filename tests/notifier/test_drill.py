@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
 
+from notifier.app import create_app
 from notifier.channels.feishu import sign
 from standins.argo_api import FakeArgo
 from standins.receivers import Receivers
 
-from .conftest import drill_app, notification, post
+from .conftest import drill_app, make_config, make_settings, notification, post
 
 GPU = "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
 
@@ -144,3 +146,29 @@ def test_unknown_app_is_recorded_and_dropped_cleanly(app: Flask, argo: FakeArgo,
     assert rx.captured == []
     metrics = app.test_client().get("/metrics").get_data(as_text=True)
     assert 'driftguard_notifier_expanded_total{outcome="app-not-found"} 1' in metrics
+
+
+def test_two_replicas_seeing_the_sync_resolve_once_and_share_the_dedup_memory(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str
+) -> None:
+    replicas = [
+        create_app(make_settings(tmp_path, argo.url, outbox_url), config=make_config(rx)) for _ in range(2)
+    ]
+    try:
+        drill_app(argo)
+        deliver(replicas[0], notification())
+        deliver(replicas[1], notification())  # the same drift at the other replica: remembered there too
+        assert len(rx.on("/pagerduty")) == 1 and len(rx.on("/slack")) == 1
+        drill_app(argo, patched=False, secret_changed=False, sync="Synced")
+        # both of Argo CD's triggers for the sync, each taken by a different replica
+        for app, trigger in zip(replicas, ("on-sync-succeeded", "on-drift-resolved"), strict=True):
+            post(app.test_client(), notification(trigger=trigger))
+        for app in replicas:
+            app.extensions["driftguard"].worker.drain()
+        actions = [c.json()["event_action"] for c in rx.on("/pagerduty")]
+        assert actions == ["trigger", "resolve"]
+        assert len(rx.on("/slack")) == 2 and len(rx.on("/feishu")) == 2  # one "resolved" each
+    finally:
+        for app in replicas:
+            app.extensions["driftguard"].worker.stop()
+            app.extensions["driftguard"].outbox.close()

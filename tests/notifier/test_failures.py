@@ -25,9 +25,9 @@ def _app(tmp_path: Path, argo: FakeArgo, rx: Receivers, **settings: Any) -> Flas
 
 
 @pytest.fixture
-def app2(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> Iterator[Flask]:
+def app2(tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str) -> Iterator[Flask]:
     """The app with DRIFTGUARD_NOTIFIER_MAX_ATTEMPTS=2."""
-    application = _app(tmp_path, argo, rx, max_attempts=2)
+    application = _app(tmp_path, argo, rx, database_url=outbox_url, max_attempts=2)
     yield application
     application.extensions["driftguard"].worker.stop()
 
@@ -58,12 +58,14 @@ def test_403_is_not_not_found_it_is_retried_then_ends_in_the_fallback_alert(
     assert 'driftguard_notifier_expanded_total{outcome="fallback"} 1.0' in text
     assert 'driftguard_notifier_failures_total{stage="expand"} 2.0' in text
     assert 'outcome="app-not-found"' not in text
-    [row] = app2.extensions["driftguard"].outbox._db().execute("SELECT state FROM notifications").fetchall()
+    [row] = app2.extensions["driftguard"].outbox.query("SELECT state FROM notifications")
     assert row["state"] == "dead"
 
 
-def test_a_403_window_then_the_real_alert(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
-    app = _app(tmp_path, argo, rx)
+def test_a_403_window_then_the_real_alert(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str
+) -> None:
+    app = _app(tmp_path, argo, rx, database_url=outbox_url)
     try:
         drill_app(argo)
         argo.fail_with = 403
@@ -109,7 +111,7 @@ def test_a_wrong_application_answer_is_never_alerted_under_another_name(
 
 
 def test_a_template_that_breaks_at_run_time_is_retried_counted_and_ends_in_the_fallback(
-    tmp_path: Path, argo: FakeArgo, rx: Receivers, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, caplog: pytest.LogCaptureFixture, outbox_url: str
 ) -> None:
     stock = (Path(__file__).parents[2] / "notifier" / "templates" / "slack.en.j2").read_text()
     overrides = tmp_path / "templates"
@@ -120,7 +122,7 @@ def test_a_template_that_breaks_at_run_time_is_retried_counted_and_ends_in_the_f
         '{% macro title(d) %}{% if d.app.name != "sample-app" %}{{ d.no_such }}{% endif %}',
     )
     (overrides / "slack.en.j2").write_text(broken)
-    app = _app(tmp_path, argo, rx, max_attempts=3, templates_dir=str(overrides))
+    app = _app(tmp_path, argo, rx, database_url=outbox_url, max_attempts=3, templates_dir=str(overrides))
     try:
         drill_app(argo)
         post(app.test_client(), notification())

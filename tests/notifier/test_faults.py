@@ -74,7 +74,7 @@ def _depth(port: int) -> int:
     )
 
 
-def test_fault_table(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
+def test_fault_table(tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str) -> None:
     env = service_env(
         tmp_path,
         argo,
@@ -83,6 +83,7 @@ def test_fault_table(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
         DRIFTGUARD_ARGOCD_TIMEOUT="1",
         DRIFTGUARD_NOTIFIER_LEASE="5",  # sends time out after 2 s
         DRIFTGUARD_NOTIFIER_MAX_RETRY_AFTER="3",
+        DRIFTGUARD_NOTIFIER_DATABASE_URL=outbox_url,
     )
     port = free_port()
     proc = start_gunicorn("notifier.app:create_app()", port, env, tmp_path / "gunicorn.log")

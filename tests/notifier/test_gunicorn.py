@@ -16,7 +16,9 @@ from standins.receivers import Receivers
 from .conftest import PD_KEY, TOKEN, drill_app, notification, service_env
 
 
-def start(tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers) -> subprocess.Popen[bytes]:
+def start(
+    tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers, outbox_url: str
+) -> subprocess.Popen[bytes]:
     env = service_env(
         tmp_path,
         argo,
@@ -24,15 +26,18 @@ def start(tmp_path: Path, port: int, argo: FakeArgo, rx: Receivers) -> subproces
         DRIFTGUARD_ARGOCD_RETRIES="0",
         DRIFTGUARD_ARGOCD_TIMEOUT="1",
         DRIFTGUARD_NOTIFIER_LEASE="3",  # how long a killed process's claim blocks the work
+        DRIFTGUARD_NOTIFIER_DATABASE_URL=outbox_url,
     )
     return start_gunicorn("notifier.app:create_app()", port, env, tmp_path / "gunicorn.log")
 
 
-def test_kill_9_loses_nothing_and_sends_nothing_twice(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> None:
+def test_kill_9_loses_nothing_and_sends_nothing_twice(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str
+) -> None:
     drill_app(argo)
     argo.fail_with = 503  # Argo CD is down: the notification must wait in the outbox
     port = free_port()
-    proc = start(tmp_path, port, argo, rx)
+    proc = start(tmp_path, port, argo, rx, outbox_url)
     try:
         resp = requests.post(
             f"http://127.0.0.1:{port}/v1/notifications",
@@ -45,7 +50,7 @@ def test_kill_9_loses_nothing_and_sends_nothing_twice(tmp_path: Path, argo: Fake
         stop(proc, kill=True)
     assert rx.captured == []
     argo.fail_with = None
-    proc = start(tmp_path, port, argo, rx)
+    proc = start(tmp_path, port, argo, rx, outbox_url)
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and len(rx.captured) < 3:

@@ -281,3 +281,28 @@ def test_reading_the_journal_needs_the_read_token_not_the_webhook_token(idapp: F
     assert ok.status_code == 200 and ok.get_json()["episodes"] == []
     bad = client.get("/v1/incidents?since=yesterday", headers={"Authorization": f"Bearer {READ_TOKEN}"})
     assert bad.status_code == 400 and "since" in bad.get_json()["error"]
+
+
+def test_with_postgresql_the_identity_and_journal_endpoints_say_they_are_off(
+    tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers, pg: Any
+) -> None:
+    """Their SQL is SQLite's: with the PostgreSQL outbox they are off, said plainly, and drift
+    alerts still go out (the join is skipped, never a failed expansion)."""
+    settings = make_settings(
+        tmp_path, argo.url, pg.new_database(), audit_token=AUDIT_TOKEN, read_token=READ_TOKEN
+    )
+    application = create_app(settings, config=make_config(rx))
+    try:
+        client = application.test_client()
+        resp = audit_post(client, event_list(audit_event(at=time.time())))
+        assert resp.status_code == 501 and "needs the SQLite outbox" in resp.get_json()["error"]
+        resp = client.get("/v1/incidents", headers={"Authorization": f"Bearer {READ_TOKEN}"})
+        assert resp.status_code == 501
+        serve_drill(argo)
+        deliver(application, notification())
+        assert len(rx.on("/slack")) == 1
+    finally:
+        state = application.extensions["driftguard"]
+        state.worker.stop()
+        state.worker.expander.close()
+        state.outbox.close()

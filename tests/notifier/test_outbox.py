@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from driftguard.errors import ConfigError
-from notifier.outbox import Outbox
+from notifier.outbox import SqliteOutbox as Outbox
 
 ROUNDS = 30
 PROCESSES = 6

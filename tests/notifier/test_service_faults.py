@@ -22,7 +22,23 @@ from .conftest import PD_KEY, TOKEN, notification, service_env
 
 
 @pytest.fixture
-def service(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def service(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    yield from _service(tmp_path, argo, rx, outbox_url)
+
+
+@pytest.fixture
+def sqlite_service(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The service on its SQLite file (a full disk is a fault of that store; PostgreSQL down: test_ha.py)."""
+    yield from _service(tmp_path, argo, rx, "")
+
+
+def _service(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     env = service_env(
         tmp_path,
         argo,
@@ -30,6 +46,7 @@ def service(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> Iterator[tuple[str
         DRIFTGUARD_ARGOCD_RETRIES="0",
         DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL="1",
         DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES=str(4 * 1024 * 1024),
+        DRIFTGUARD_NOTIFIER_DATABASE_URL=outbox_url,
     )
     port = free_port()
     proc = start_gunicorn("notifier.app:create_app()", port, env, tmp_path / "gunicorn.log")
@@ -81,9 +98,9 @@ def _workers(master: int) -> list[int]:
 
 
 def test_an_outbox_that_cannot_be_written_answers_503_and_turns_not_ready_until_a_write_succeeds(
-    service: tuple[str, subprocess.Popen[bytes]], argo: FakeArgo, rx: Receivers
+    sqlite_service: tuple[str, subprocess.Popen[bytes]], argo: FakeArgo, rx: Receivers
 ) -> None:
-    url, proc = service
+    url, proc = sqlite_service
     serve_drill(argo)
     workers = _workers(proc.pid)
     hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -16,10 +16,8 @@ from notifier.settings import NotifierSettings
 from .conftest import TOKEN, notification, post
 
 
-def stored(app: Flask) -> list[sqlite3.Row]:
-    db = sqlite3.connect(app.extensions["driftguard"].settings.outbox)
-    db.row_factory = sqlite3.Row
-    return db.execute("SELECT * FROM notifications").fetchall()
+def stored(app: Flask) -> list[dict[str, Any]]:
+    return app.extensions["driftguard"].outbox.query("SELECT * FROM notifications")  # type: ignore[no-any-return]
 
 
 def test_accepted_is_stored_before_the_202(app: Flask) -> None:
@@ -92,3 +90,28 @@ def test_unknown_route_is_json(app: Flask) -> None:
     resp = app.test_client().get("/v1/nope")
     assert resp.status_code == 404 and "openapi" in resp.get_json()["error"]
     assert app.test_client().get("/v1/notifications").status_code == 405
+
+
+def test_argo_cd_retrying_the_same_notification_is_stored_once(app: Flask) -> None:
+    client = app.test_client()
+    status = {
+        "sync": {"status": "OutOfSync", "revision": "abc123"},
+        "health": {"status": "Healthy"},
+        "reconciledAt": "1",
+    }
+    body = notification(status=status)
+    first = post(client, body)
+    retry = post(
+        client, notification(status={**status, "reconciledAt": "2"})
+    )  # a reconcile later: same state
+    assert first.status_code == retry.status_code == 202
+    assert retry.get_json() == {"id": first.get_json()["id"], "duplicate": True}
+    moved = post(
+        client, notification(status={**status, "sync": {"status": "OutOfSync", "revision": "def456"}})
+    )
+    assert (
+        moved.status_code == 202 and "duplicate" not in moved.get_json()
+    )  # a new revision is a new notification
+    assert len(stored(app)) == 2
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'driftguard_notifier_received_total{outcome="duplicate"} 1.0' in text

@@ -1,0 +1,488 @@
+"""The outbox interface: every query the notifier runs, written once for SQLite and PostgreSQL.
+
+Tables: ``notifications`` (stored before the 202), ``messages`` (one per channel, each delivered
+and retried on its own; its id is derived from the notification and the channel, so a replayed
+expansion cannot queue it twice), ``sent`` (fingerprints for the dedup window), ``incidents``
+(apps with open drift: re-checked, resolved when back in sync), ``episodes`` (apps last seen
+OutOfSync and not Synced since: re-checked too, because Argo CD fires its trigger once per
+episode), ``intake`` (idempotency keys of received notifications) and ``resolves`` (the last
+resolve queued per app). All of it lives in the store, so every replica shares the dedup memory
+and the open incidents.
+
+Work is claimed with a lease (``lease_until``, ``owner``): a crashed process's lease runs out and
+another takes the work. A backend supplies the transaction, the row lock of a claim (PostgreSQL:
+``FOR UPDATE SKIP LOCKED``; SQLite: ``BEGIN IMMEDIATE`` already serialises writers) and the
+singleton lock for the re-check scheduler and the sweeper (PostgreSQL: a transaction-level
+advisory lock). The schema is versioned, forward-only (``MIGRATIONS``), migrated at start-up under
+a lock; a store whose version is newer than this code knows stops start-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+import uuid
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from driftguard.errors import ConfigError, StoreUnavailable
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Claimed", "Outbox"]
+
+MIGRATIONS: list[list[str]] = [
+    # 1: the single-replica schema (files written before versioning have exactly this; IF NOT EXISTS adopts them)
+    [
+        "CREATE TABLE IF NOT EXISTS notifications (id TEXT PRIMARY KEY, received_at REAL NOT NULL, body TEXT NOT NULL,"
+        " app TEXT NOT NULL, app_namespace TEXT NOT NULL, trigger TEXT NOT NULL, state TEXT NOT NULL,"
+        " attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL, lease_until REAL NOT NULL DEFAULT 0,"
+        " last_error TEXT NOT NULL DEFAULT '', done_at REAL)",
+        "CREATE INDEX IF NOT EXISTS notifications_due ON notifications(state, next_at)",
+        "CREATE TABLE IF NOT EXISTS messages (id TEXT PRIMARY KEY, notification_id TEXT NOT NULL, channel TEXT NOT NULL,"
+        " kind TEXT NOT NULL, app TEXT NOT NULL, fingerprint TEXT NOT NULL, payload TEXT NOT NULL, state TEXT NOT NULL,"
+        " attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL, lease_until REAL NOT NULL DEFAULT 0,"
+        " created_at REAL NOT NULL, received_at REAL NOT NULL, sent_at REAL, last_error TEXT NOT NULL DEFAULT '')",
+        "CREATE INDEX IF NOT EXISTS messages_due ON messages(state, next_at)",
+        "CREATE TABLE IF NOT EXISTS sent (app TEXT NOT NULL, channel TEXT NOT NULL, fingerprint TEXT NOT NULL,"
+        " sent_at REAL NOT NULL, PRIMARY KEY (app, channel, fingerprint))",
+        "CREATE TABLE IF NOT EXISTS incidents (app TEXT PRIMARY KEY, app_name TEXT NOT NULL, app_namespace TEXT NOT NULL,"
+        " fingerprint TEXT NOT NULL, opened_at REAL NOT NULL, checked_at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS episodes (app TEXT PRIMARY KEY, app_name TEXT NOT NULL, app_namespace TEXT NOT NULL,"
+        " opened_at REAL NOT NULL, checked_at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS metrics (name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL,"
+        " PRIMARY KEY (name, labels))",
+    ],
+    # 2: several replicas: who holds a lease, idempotent intake, resolve once
+    [
+        "ALTER TABLE notifications ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE messages ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "CREATE TABLE intake (key TEXT PRIMARY KEY, notification_id TEXT NOT NULL, received_at REAL NOT NULL)",
+        "CREATE TABLE resolves (app TEXT PRIMARY KEY, queued_at REAL NOT NULL)",
+        "CREATE INDEX messages_done ON messages(state, created_at)",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this code writes; a store at a higher one was migrated by a newer notifier."""
+
+LOCK_RECHECKS = "rechecks"
+LOCK_SWEEP = "sweep"
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A row this process holds a lease on."""
+
+    id: str
+    row: dict[str, Any]
+
+
+class Outbox(ABC):
+    """The store of accepted work; the SQL is shared, a backend supplies connections and locks."""
+
+    backend = ""
+    setting = ""
+    """The setting that selects and locates this store (named in start-up errors)."""
+    errors: tuple[type[Exception], ...] = ()
+    """The driver's errors: a write that raises one of these did not happen."""
+    lock_clause = ""
+    """Appended to a claim's SELECT (PostgreSQL: ``FOR UPDATE SKIP LOCKED``)."""
+
+    def __init__(self, *, lease: float) -> None:
+        self.lease = lease
+        self.replica = f"{socket.gethostname()}:{os.getpid()}"
+        """Written into ``owner`` with each lease: which replica holds the work (operators, the HA test)."""
+        self.write_error = ""
+        """This process's last failed write of accepted work ("" once one succeeds): /readyz reports it."""
+
+    # --- what a backend supplies ------------------------------------------------------------------------
+
+    @abstractmethod
+    def _tx(self) -> AbstractContextManager[Any]:
+        """A write transaction; yields an object with ``execute(sql, params)`` returning a cursor."""
+
+    @abstractmethod
+    def _conn(self) -> Any:
+        """A connection for a lone read."""
+
+    @abstractmethod
+    def _singleton(self, db: Any, name: str) -> bool:
+        """Inside a transaction: True when this replica may run the once-at-a-time job ``name`` now."""
+
+    @abstractmethod
+    def _not_busy(self, channels: frozenset[str]) -> tuple[str, Any]:
+        """A condition on ``channel`` excluding ``channels``, and its parameter."""
+
+    @abstractmethod
+    def _probe(self) -> None:
+        """Readiness: a committed write (SQLite: the size of a large notification, so a full disk fails it)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close this thread's connection."""
+
+    def _sql(self, statement: str) -> str:
+        return statement
+
+    def _x(self, db: Any, statement: str, params: tuple[Any, ...] | list[Any] = ()) -> Any:
+        return db.execute(self._sql(statement), params)
+
+    # --- schema ---------------------------------------------------------------------------------------
+
+    def _migrate(self, db: Any) -> int:
+        """Bring the schema to ``SCHEMA_VERSION`` (the caller holds the start-up lock); the version found."""
+        self._x(db, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = self._x(db, "SELECT max(version) AS v FROM schema_version").fetchone()
+        found = int(row["v"] or 0)
+        if found > SCHEMA_VERSION:
+            raise ConfigError(
+                self.setting,
+                f"the outbox schema is at version {found} but this notifier knows only up to {SCHEMA_VERSION}: "
+                "a newer notifier migrated it; this replica refuses to start rather than write a schema it does "
+                "not know (roll the Deployment forward; migrations are forward-only)",
+            )
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version - 1]:
+                self._x(db, statement)
+            self._x(db, "INSERT INTO schema_version(version) VALUES (?)", (version,))
+        return found
+
+    def schema_version(self) -> int:
+        row = self._x(self._conn(), "SELECT max(version) AS v FROM schema_version").fetchone()
+        return int(row["v"] or 0)
+
+    # --- readiness ----------------------------------------------------------------------------------------
+
+    def writable(self) -> bool:
+        """Readiness: the store takes a write (and so clears ``write_error``)."""
+        try:
+            self._probe()
+        except self.errors as exc:
+            self.write_error = _reason(exc)
+            return False
+        self.write_error = ""
+        return True
+
+    # --- notifications ------------------------------------------------------------------------------
+
+    def add_notification(
+        self,
+        body: dict[str, Any],
+        *,
+        app: str,
+        app_namespace: str,
+        trigger: str,
+        received_at: float,
+        key: str = "",
+        window: float = 0.0,
+    ) -> tuple[str, bool]:
+        """Store a notification (before answering 202): its id, and True when ``key`` was seen within ``window``.
+
+        The idempotency key is taken with an upsert that only replaces a key older than the window,
+        in the same transaction as the row, so two replicas receiving the same retry store it once.
+        Raises ``StoreUnavailable`` when nothing was stored.
+        """
+        nid = uuid.uuid4().hex
+        try:
+            with self._tx() as db:
+                if key:
+                    won = self._x(
+                        db,
+                        "INSERT INTO intake(key, notification_id, received_at) VALUES (?,?,?) ON CONFLICT(key) DO UPDATE"
+                        " SET notification_id=excluded.notification_id, received_at=excluded.received_at"
+                        " WHERE intake.received_at < ? RETURNING notification_id",
+                        (key, nid, received_at, received_at - window),
+                    ).fetchone()
+                    if won is None:
+                        row = self._x(db, "SELECT notification_id FROM intake WHERE key=?", (key,)).fetchone()
+                        self.write_error = ""
+                        return str(row["notification_id"]), True
+                self._x(
+                    db,
+                    "INSERT INTO notifications(id, received_at, body, app, app_namespace, trigger, state, next_at)"
+                    " VALUES (?,?,?,?,?,?,'pending',?)",
+                    (nid, received_at, json.dumps(body), app, app_namespace, trigger, received_at),
+                )
+        except self.errors as exc:
+            self.write_error = _reason(exc)
+            raise StoreUnavailable(self.write_error) from exc
+        self.write_error = ""
+        return nid, False
+
+    def claim_notification(self, now: float | None = None) -> Claimed | None:
+        now = time.time() if now is None else now
+        with self._tx() as db:
+            row = self._x(
+                db,
+                f"SELECT * FROM notifications WHERE state='pending' AND next_at<=? AND lease_until<?"  # noqa: S608 - fixed text
+                f" ORDER BY received_at LIMIT 1{self.lock_clause}",
+                (now, now),
+            ).fetchone()
+            if row is None:
+                return None
+            self._x(
+                db,
+                "UPDATE notifications SET lease_until=?, attempts=attempts+1, owner=? WHERE id=?",
+                (now + self.lease, self.replica, row["id"]),
+            )
+        return Claimed(row["id"], {**dict(row), "attempts": int(row["attempts"]) + 1})  # this one included
+
+    def finish_notification(
+        self, nid: str, messages: list[dict[str, Any]], *, error: str = "", state: str = "done"
+    ) -> int:
+        """Mark a notification expanded (``done``, or ``dead`` after a fallback alert) and queue its messages, atomically."""
+        now = time.time()
+        queued = 0
+        with self._tx() as db:
+            for m in messages:
+                mid = hashlib.sha256(f"{nid}\0{m['channel']}\0{m['kind']}".encode()).hexdigest()[:32]
+                cur = self._x(
+                    db,
+                    "INSERT INTO messages(id, notification_id, channel, kind, app, fingerprint, payload, state, next_at,"
+                    " created_at, received_at) VALUES (?,?,?,?,?,?,?,'pending',?,?,?) ON CONFLICT(id) DO NOTHING",
+                    (
+                        mid,
+                        nid,
+                        m["channel"],
+                        m["kind"],
+                        m["app"],
+                        m["fingerprint"],
+                        json.dumps(m["payload"]),
+                        now,
+                        now,
+                        m["received_at"],
+                    ),
+                )
+                queued += cur.rowcount
+            self._x(
+                db,
+                "UPDATE notifications SET state=?, done_at=?, last_error=?, lease_until=0 WHERE id=?",
+                (state, now, error[:500], nid),
+            )
+        return queued
+
+    def retry_notification(self, nid: str, *, delay: float, error: str) -> None:
+        with self._tx() as db:
+            self._x(
+                db,
+                "UPDATE notifications SET next_at=?, lease_until=0, last_error=? WHERE id=?",
+                (time.time() + delay, error[:500], nid),
+            )
+
+    # --- messages -----------------------------------------------------------------------------------
+
+    def claim_message(
+        self, now: float | None = None, *, exclude_channels: frozenset[str] = frozenset()
+    ) -> Claimed | None:
+        """The oldest due message of a channel not in ``exclude_channels`` (those busy in this process).
+
+        The exclusion is in the query, so a channel with a long backlog of due messages never hides
+        the other channels' messages behind it.
+        """
+        now = time.time() if now is None else now
+        cond, param = self._not_busy(exclude_channels)
+        with self._tx() as db:
+            row = self._x(
+                db,
+                f"SELECT * FROM messages WHERE state='pending' AND next_at<=? AND lease_until<? AND {cond}"  # noqa: S608 - fixed text
+                " ORDER BY next_at, created_at LIMIT 1" + self.lock_clause,
+                (now, now, param),
+            ).fetchone()
+            if row is None:
+                return None
+            self._x(
+                db,
+                "UPDATE messages SET lease_until=?, attempts=attempts+1, owner=? WHERE id=?",
+                (now + self.lease, self.replica, row["id"]),
+            )
+        return Claimed(row["id"], {**dict(row), "attempts": int(row["attempts"]) + 1})  # this one included
+
+    def delivered(self, msg: Claimed, *, state: str = "sent", error: str = "") -> float:
+        """Mark sent (or ``unconfirmed``: sent, no answer), remember the fingerprint; seconds since the webhook."""
+        now = time.time()
+        row = msg.row
+        latency = now - float(row["received_at"])
+        with self._tx() as db:
+            self._x(
+                db,
+                "UPDATE messages SET state=?, sent_at=?, lease_until=0, last_error=? WHERE id=?",
+                (state, now, error[:500], msg.id),
+            )
+            if row["kind"] == "alert":
+                self._x(
+                    db,
+                    "INSERT INTO sent(app, channel, fingerprint, sent_at) VALUES (?,?,?,?)"
+                    " ON CONFLICT(app, channel, fingerprint) DO UPDATE SET sent_at=excluded.sent_at",
+                    (row["app"], row["channel"], row["fingerprint"], now),
+                )
+        return latency
+
+    def failed(
+        self, msg: Claimed, *, error: str, delay: float | None, dead_after: float
+    ) -> tuple[str, float]:
+        """A failed attempt: retry after ``delay``, or dead-letter (permanent, or too old).
+
+        The retry is never scheduled past the dead-letter window: the last try happens at its end.
+        Returns the new state and the delay actually used.
+        """
+        now = time.time()
+        row = msg.row
+        deadline = float(row["created_at"]) + dead_after
+        dead = delay is None or now >= deadline
+        wait = 0.0 if dead or delay is None else min(delay, deadline - now)
+        state = "dead" if dead else "pending"
+        with self._tx() as db:
+            self._x(
+                db,
+                "UPDATE messages SET state=?, next_at=?, lease_until=0, last_error=? WHERE id=?",
+                (state, now + wait, error[:500], msg.id),
+            )
+        return state, wait
+
+    # --- dedup and incidents (shared by every replica) --------------------------------------------------
+
+    def recently_sent(self, app: str, channel: str, fingerprint: str, window: float) -> bool:
+        row = self._x(
+            self._conn(),
+            "SELECT 1 AS hit FROM sent WHERE app=? AND channel=? AND fingerprint=? AND sent_at>? "
+            "UNION SELECT 1 AS hit FROM messages WHERE app=? AND channel=? AND fingerprint=? AND kind='alert'"
+            " AND state='pending'",
+            (app, channel, fingerprint, time.time() - window, app, channel, fingerprint),
+        ).fetchone()
+        return row is not None
+
+    def open_incident(self, app: str, *, name: str, namespace: str, fingerprint: str) -> None:
+        now = time.time()
+        with self._tx() as db:
+            self._x(
+                db,
+                "INSERT INTO incidents(app, app_name, app_namespace, fingerprint, opened_at, checked_at) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT(app) DO UPDATE SET fingerprint=excluded.fingerprint, checked_at=excluded.checked_at",
+                (app, name, namespace, fingerprint, now, now),
+            )
+            self._x(db, "DELETE FROM resolves WHERE app=?", (app,))  # the next resolve is a new one
+
+    def incident(self, app: str) -> dict[str, Any] | None:
+        row = self._x(self._conn(), "SELECT * FROM incidents WHERE app=?", (app,)).fetchone()
+        return dict(row) if row else None
+
+    def close_incident(self, app: str) -> bool:
+        """Forget an app's open drift (and its dedup memory); True for the one caller that closed it.
+
+        Two replicas resolving the same app race on this DELETE: exactly one sees a row deleted.
+        """
+        with self._tx() as db:
+            cur = self._x(db, "DELETE FROM incidents WHERE app=?", (app,))
+            self._x(db, "DELETE FROM sent WHERE app=?", (app,))
+        return bool(cur.rowcount > 0)
+
+    def claim_resolve(self, app: str, window: float) -> bool:
+        """True once per app within ``window`` (until drift opens again): the replica that queues the resolve."""
+        now = time.time()
+        with self._tx() as db:
+            cur = self._x(
+                db,
+                "INSERT INTO resolves(app, queued_at) VALUES (?,?) ON CONFLICT(app) DO UPDATE"
+                " SET queued_at=excluded.queued_at WHERE resolves.queued_at < ?",
+                (app, now, now - window),
+            )
+        return bool(cur.rowcount > 0)
+
+    def open_episode(self, app: str, *, name: str, namespace: str) -> None:
+        """The app was seen OutOfSync: re-check it until it is seen Synced (Argo CD will not fire again)."""
+        now = time.time()
+        with self._tx() as db:
+            self._x(
+                db,
+                "INSERT INTO episodes(app, app_name, app_namespace, opened_at, checked_at) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(app) DO NOTHING",
+                (app, name, namespace, now, now),
+            )
+
+    def close_episode(self, app: str) -> None:
+        with self._tx() as db:
+            self._x(db, "DELETE FROM episodes WHERE app=?", (app,))
+
+    # --- singleton work ---------------------------------------------------------------------------------
+
+    def due_rechecks(self, interval: float) -> list[dict[str, Any]]:
+        """Open incidents and OutOfSync episodes not checked for ``interval`` seconds, each marked checked now.
+
+        Runs in one replica at a time (the singleton lock); another asking meanwhile gets nothing.
+        """
+        now = time.time()
+        due: dict[str, dict[str, Any]] = {}
+        with self._tx() as db:
+            if not self._singleton(db, LOCK_RECHECKS):
+                return []
+            for table in ("incidents", "episodes"):
+                for r in self._x(
+                    db,
+                    f"SELECT app, app_name, app_namespace FROM {table} WHERE checked_at<=?",  # noqa: S608 - fixed names
+                    (now - interval,),
+                ).fetchall():
+                    due.setdefault(r["app"], dict(r))
+                self._x(db, f"UPDATE {table} SET checked_at=? WHERE checked_at<=?", (now, now - interval))  # noqa: S608
+        return list(due.values())
+
+    def sweep(self, *, dead_after: float, retention: float, windows: float) -> dict[str, int] | None:
+        """The dead-letter sweeper and retention clean-up, in one replica at a time (None: another holds it).
+
+        Dead-letters pending messages older than ``dead_after`` that nobody holds (a channel removed
+        from the config, say); deletes finished work older than ``retention`` and idempotency keys,
+        dedup memory and resolve records older than ``windows``.
+        """
+        now = time.time()
+        with self._tx() as db:
+            if not self._singleton(db, LOCK_SWEEP):
+                return None
+            dead = self._x(
+                db,
+                "UPDATE messages SET state='dead', last_error='not delivered within the dead-letter window', lease_until=0"
+                " WHERE state='pending' AND created_at<? AND lease_until<?",
+                (now - dead_after, now),
+            ).rowcount
+            old = now - retention
+            removed = self._x(
+                db,
+                "DELETE FROM messages WHERE state IN ('sent','unconfirmed','dead') AND created_at<?",
+                (old,),
+            ).rowcount
+            removed += self._x(
+                db, "DELETE FROM notifications WHERE state IN ('done','dead') AND received_at<?", (old,)
+            ).rowcount
+            self._x(db, "DELETE FROM intake WHERE received_at<?", (now - windows,))
+            self._x(db, "DELETE FROM sent WHERE sent_at<?", (now - windows,))
+            self._x(db, "DELETE FROM resolves WHERE queued_at<?", (now - windows,))
+        return {"dead": int(dead), "removed": int(removed)}
+
+    # --- for operators and tests ---------------------------------------------------------------------
+
+    def depth(self) -> dict[str, int]:
+        db = self._conn()
+        count = "SELECT count(*) AS n FROM "
+        return {
+            "notifications": int(self._x(db, count + "notifications WHERE state='pending'").fetchone()["n"]),
+            "messages": int(self._x(db, count + "messages WHERE state='pending'").fetchone()["n"]),
+            "dead": int(self._x(db, count + "messages WHERE state='dead'").fetchone()["n"]),
+        }
+
+    def messages(self, state: str | None = None) -> list[dict[str, Any]]:
+        """Messages, oldest first."""
+        if state:
+            return self.query("SELECT * FROM messages WHERE state=? ORDER BY created_at", (state,))
+        return self.query("SELECT * FROM messages ORDER BY created_at")
+
+    def query(self, statement: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """Run one statement (``?`` placeholders) in a transaction; its rows, if any (operators, tests)."""
+        with self._tx() as db:
+            cur = self._x(db, statement, params)
+            return [dict(r) for r in cur.fetchall()] if cur.description else []
+
+
+def _reason(exc: BaseException) -> str:
+    """What the driver said, short (e.g. "database or disk is full"): no paths, no SQL, no DSN."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]

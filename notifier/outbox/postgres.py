@@ -1,0 +1,151 @@
+"""The shared outbox: PostgreSQL, for several active-active replicas (``DRIFTGUARD_NOTIFIER_DATABASE_URL``).
+
+Every replica accepts webhooks and delivers. A claim is ``SELECT ... FOR UPDATE SKIP LOCKED``
+then a lease in the same transaction: two replicas never take the same row, and a crashed
+replica's rows are taken by another once its lease has run out. The re-check scheduler and the
+sweeper (dead letters, retention) take a transaction-level advisory lock
+(``pg_try_advisory_xact_lock``): one replica at a time runs them, the others skip that round, and
+a crashed holder's lock goes with its connection. The schema is migrated at start-up inside one
+transaction under ``pg_advisory_xact_lock``, so replicas starting together migrate it once.
+
+The URL is handed to libpq as it is: ``sslmode``, ``sslrootcert``, ``sslcert`` and the other TLS
+options pass through, and so do libpq's ``PG*`` variables (``PGPASSWORD`` from a Secret). We only
+add defaults it lacks: a 3 s connect timeout and TCP keepalives, so a database that went away
+fails fast (webhooks answer 503, /readyz turns not ready) instead of hanging a worker. Each thread
+keeps one connection and opens a new one after the old one broke, so delivery resumes by itself
+when the database is back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
+
+from driftguard.errors import ConfigError
+from notifier.outbox.base import Outbox
+
+__all__ = ["PostgresOutbox", "describe"]
+
+SETTING = "DRIFTGUARD_NOTIFIER_DATABASE_URL"
+_DEFAULTS = {
+    "connect_timeout": "3",
+    "application_name": "driftguard-notifier",
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+}
+
+
+def _key(name: str) -> int:
+    """A stable signed 64-bit advisory-lock key for a job name."""
+    return int.from_bytes(
+        hashlib.sha256(f"driftguard-notifier:{name}".encode()).digest()[:8], "big", signed=True
+    )
+
+
+def describe(url: str) -> str:
+    """host:port/dbname of a URL, for logs and errors (never the user or password)."""
+    try:
+        p = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "(unparsable URL)"
+    return f"{p.get('host', 'localhost')}:{p.get('port', '5432')}/{p.get('dbname', '')}"
+
+
+class PostgresOutbox(Outbox):
+    """A PostgreSQL database shared by every replica; a connection per thread."""
+
+    backend = "postgresql"
+    setting = SETTING
+    errors = (psycopg.Error,)
+    lock_clause = " FOR UPDATE SKIP LOCKED"
+
+    def __init__(self, url: str, *, lease: float = 60.0, connect_wait: float = 10.0) -> None:
+        super().__init__(lease=lease)
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error:
+            # the driver's message may quote the URL, password included: say only what to fix
+            raise ConfigError(
+                SETTING, "is not a valid PostgreSQL URL (postgresql://user@host:5432/db?sslmode=...)"
+            ) from None
+        for k, v in _DEFAULTS.items():
+            params.setdefault(k, v)
+        self._conninfo = make_conninfo("", **params)
+        self.where = describe(url)
+        self._local = threading.local()
+        deadline = time.monotonic() + connect_wait
+        while True:
+            try:
+                with self._tx() as db:
+                    db.execute("SELECT pg_advisory_xact_lock(%s)", (_key("schema"),))
+                    self._migrate(db)
+                break
+            except psycopg.OperationalError as exc:
+                if time.monotonic() >= deadline:
+                    raise ConfigError(
+                        SETTING, f"cannot reach the outbox database {self.where} ({_short(exc)})"
+                    ) from None
+                time.sleep(0.5)
+            except psycopg.Error as exc:
+                raise ConfigError(
+                    SETTING, f"the outbox database {self.where} cannot be used ({_short(exc)})"
+                ) from None
+
+    def _sql(self, statement: str) -> str:
+        return re.sub(r"\bREAL\b", "DOUBLE PRECISION", statement).replace("?", "%s")
+
+    def _conn(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "db", None)
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None:
+                conn.close()
+            self._local.db = None
+            conn = psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row)
+            self._local.db = conn
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        conn = self._conn()
+        with conn.transaction():
+            yield conn
+
+    def _singleton(self, db: Any, name: str) -> bool:
+        row = db.execute("SELECT pg_try_advisory_xact_lock(%s) AS ok", (_key(name),)).fetchone()
+        return bool(row["ok"])
+
+    def _not_busy(self, channels: frozenset[str]) -> tuple[str, Any]:
+        return "NOT (channel = ANY(?::text[]))", sorted(channels)
+
+    def _probe(self) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO metrics(name, labels, value) VALUES ('driftguard_notifier_ready_probe', %s, %s)"
+                " ON CONFLICT (name, labels) DO UPDATE SET value=excluded.value",
+                (self.replica, time.time()),
+            )
+            db.execute(
+                "DELETE FROM metrics WHERE name='driftguard_notifier_ready_probe' AND labels=%s",
+                (self.replica,),
+            )
+
+    def close(self) -> None:
+        conn = getattr(self._local, "db", None)
+        if conn is not None:
+            conn.close()
+            self._local.db = None
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
