@@ -16,9 +16,9 @@ for var in ("DRIFTGUARD_HELM", "DRIFTGUARD_KUSTOMIZE"):
     if not Path(os.environ[var]).is_file():
         raise RuntimeError(f"{var}={os.environ[var]} does not exist: run `make tools` (or `make test`)")
 
-# `make test` must pass on a clone with nothing beside it: any read of ../shared (where CI and
-# the developers keep the corpora) from inside the test process fails loudly, at the call.
-SHARED = str(ROOT.parent / "shared")
+# `make test` must pass on a clone with nothing beside it: any read of the shared folder beside the
+# project (where CI and the developers keep the corpora) from inside the test process fails loudly.
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")  # the folder this guard keeps tests out of
 
 
 def _no_shared(event: str, args: tuple[object, ...]) -> None:

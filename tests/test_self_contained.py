@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SHARED
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "tests" / "reference"
 # Everything `make test` and `make demo` run: the tests, the stand-ins, the demo, the packages.
@@ -43,7 +45,7 @@ def test_no_source_that_make_test_runs_names_the_shared_folder() -> None:
             if path in (Path(__file__), ROOT / "tests" / "conftest.py"):  # the guard itself
                 continue
             for n, line in enumerate(path.read_text().splitlines(), 1):
-                # a path built in code: a string literal naming ../shared, or a "shared" path segment
+                # a path built in code: a string literal naming the sibling folder, or a "shared" segment
                 if re.search(r"""["'][^"'#]*\.\./shared|["']shared["']""", line):
                     offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not offenders, offenders
@@ -52,4 +54,4 @@ def test_no_source_that_make_test_runs_names_the_shared_folder() -> None:
 def test_reading_the_shared_folder_fails_inside_the_suite(tmp_path: Path) -> None:
     # the guard in tests/conftest.py: proves it is installed and catches a read at the call
     with pytest.raises(PermissionError, match="copy what tests need into the project"):
-        (ROOT.parent / "shared" / "corpus" / "README.md").read_text()
+        Path(SHARED, "corpus", "README.md").read_text()

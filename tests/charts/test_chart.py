@@ -72,7 +72,8 @@ def test_the_validator_would_catch_a_mistake() -> None:
     ("flag", "message"),
     [
         ("notifer.enabled=false", "Additional property notifer is not allowed"),
-        ("notifier.replicas=3", "notifier.replicas: Must be less than or equal to 1"),
+        ("notifier.replicas=0", "notifier.replicas: Must be greater than or equal to 1"),
+        ("notifier.replicas=3", "notifier.replicas > 1 needs the PostgreSQL outbox"),
         ("analysis.timeoutSeconds=30", "analysis.timeoutSeconds: Must be less than or equal to 10"),
         ("image.pullPolicy=Sometimes", "image.pullPolicy: image.pullPolicy must be one of"),
         ("argocd.url=argocd-server", "argocd.url: Does not match pattern"),
@@ -200,6 +201,7 @@ def strip(obj: dict[str, Any]) -> dict[str, Any]:
         pod["volumes"].sort(key=lambda v: v["name"])
     for container in pod.get("containers", []):
         container.get("volumeMounts", []).sort(key=lambda m: m["name"])
+        container.get("env", []).sort(key=lambda e: e["name"])  # no $(VAR) references between them
     return obj
 
 
@@ -224,3 +226,16 @@ def test_the_plugin_config_is_the_one_the_parameter_table_generates() -> None:
     generated = yaml.safe_load(plugin_config_map())["data"]["plugin.yaml"]
     assert (CHART / "files" / "plugin.yaml").read_text() == generated
     assert re.search(r"name: driftguard\b", generated)
+
+
+def test_the_postgresql_variant_matches_the_kustomize_component() -> None:
+    chart = by_key(render("--set", "notifier.database.existingSecret=driftguard-notifier-database"))
+    base = by_key(kustomize(ROOT / "manifests" / "examples" / "notifier-postgresql"))
+    assert ("PersistentVolumeClaim", "driftguard-notifier-outbox") not in chart
+    assert ("PersistentVolumeClaim", "driftguard-notifier-outbox") not in base
+    for key in [("Deployment", "driftguard-notifier"), ("PodDisruptionBudget", "driftguard-notifier")]:
+        assert strip(chart[key]) == strip(base[key]), key
+    dep = chart[("Deployment", "driftguard-notifier")]
+    assert dep["spec"]["replicas"] == 3 and dep["spec"]["strategy"]["type"] == "RollingUpdate"
+    for obj in chart.values():
+        kubernetes_validate.validate(obj, "1.32", strict=True)
