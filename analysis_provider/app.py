@@ -50,6 +50,7 @@ from driftguard.ignore import JqRunner, rules_from_argocd_cm
 from driftguard.manifests import load_file, safe_load
 from driftguard.metrics import bounded, exposition
 from driftguard.redact import Redactor
+from driftguard.service import bearer_matches
 from driftguard.windows import SyncWindow
 
 __all__ = ["create_app"]
@@ -219,7 +220,12 @@ def readyz() -> Response:
 
 
 @ops.get("/metrics")
-def metrics() -> Response:
+def metrics() -> Response | tuple[Response, int]:
+    settings: AnalysisSettings = current_app.extensions["driftguard"]["settings"]
+    if settings.auth == "token" and not bearer_matches(
+        request.headers.get("Authorization", ""), settings.token
+    ):
+        return jsonify({"error": "missing or wrong bearer token"}), 401
     body, content_type = exposition()
     return Response(body, content_type=content_type)
 

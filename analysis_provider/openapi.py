@@ -93,10 +93,17 @@ def spec() -> dict[str, Any]:
     paths: dict[str, Any] = {f"/v1/gates/{name}": _gate(name, g.args) for name, g in GATES.items()}
     paths["/v1/gates/all"] = _gate("all", {**APP_ARGS, **SuccessRateGate.args})
     text = {"200": {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}}
+    json_error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     ok = {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}}
     paths["/healthz"] = {"get": {"summary": "Liveness", "responses": ok}}
     paths["/readyz"] = {"get": {"summary": "Readiness: settings valid", "responses": ok}}
-    paths["/metrics"] = {"get": {"summary": "Prometheus metrics (text exposition)", "responses": text}}
+    unauthorized = {"401": {"description": "Missing or wrong bearer token", "content": json_error}}
+    paths["/metrics"] = {
+        "get": {
+            "summary": "Prometheus metrics (text exposition; bearer token)",
+            "responses": {**text, **unauthorized},
+        }
+    }
     paths["/openapi.json"] = {"get": {"summary": "This document", "responses": ok}}
     return {
         "openapi": "3.0.3",

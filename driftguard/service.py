@@ -11,7 +11,7 @@ from pathlib import Path
 from driftguard.errors import ConfigError
 from driftguard.metrics import MULTIPROC_ENV, prepare_multiprocess_dir
 
-__all__ = ["check_auth", "exec_gunicorn", "redact_salt_for"]
+__all__ = ["bearer_matches", "check_auth", "exec_gunicorn", "redact_salt_for"]
 
 
 def check_auth(auth: str, token: str, *, prefix: str) -> None:
@@ -23,6 +23,13 @@ def check_auth(auth: str, token: str, *, prefix: str) -> None:
             f"{prefix}_TOKEN",
             f"is required (16+ characters); set {prefix}_AUTH=none only to run without authentication",
         )
+
+
+def bearer_matches(header: str, *tokens: str) -> bool:
+    """Whether an ``Authorization`` header carries one of ``tokens`` (constant time; empty ones never match)."""
+    import hmac
+
+    return any(t and hmac.compare_digest(header.encode(), f"Bearer {t}".encode()) for t in tokens)
 
 
 def redact_salt_for(token: str) -> bytes:

@@ -331,6 +331,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                 "400": _err("A bad `since`"),
                 "401": _err("Missing or wrong read token"),
                 "403": _err("Reading is off (no read token or trusted header configured)"),
+                "501": _err("The journal needs the SQLite outbox (DRIFTGUARD_NOTIFIER_OUTBOX)"),
             },
         }
     },
@@ -338,7 +339,13 @@ OPENAPI_PATHS: dict[str, Any] = {
         "get": {
             "summary": "The drift journal as a page (no external assets)",
             "security": [{"read": []}],
-            "responses": {"200": {"description": "HTML"}, "401": {"description": "A token form"}},
+            "responses": {
+                "200": {"description": "HTML"},
+                "400": {"description": "A bad `since`"},
+                "401": {"description": "A token form"},
+                "403": {"description": "Reading is off (no read token or trusted header configured)"},
+                "501": {"description": "The journal needs the SQLite outbox"},
+            },
         }
     },
     "/v1/audit": {
@@ -351,6 +358,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                 "401": _err("Missing or wrong bearer token"),
                 "404": _err("The audit webhook is off"),
                 "413": _err("Body or batch too large"),
+                "501": _err("The identity store needs the SQLite outbox"),
                 "503": _err("The identity store cannot be written: send again"),
             },
         }

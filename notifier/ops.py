@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, current_app, jsonify, request
 
+from driftguard.service import bearer_matches
 from notifier.incidents import OPENAPI_PATHS as _IDENTITY_PATHS
 
 __all__ = ["OPENAPI", "bp"]
@@ -28,8 +29,15 @@ def readyz() -> tuple[Response, int]:
 
 
 @bp.get("/metrics")
-def metrics() -> Response:
-    body, content_type = current_app.extensions["driftguard"].metrics.text()
+def metrics() -> Response | tuple[Response, int]:
+    state = current_app.extensions["driftguard"]
+    # scraped with a bearer token like every endpoint but the probes: the webhook token, or the
+    # read token (a Prometheus that can read should not be able to post notifications)
+    if state.settings.auth == "token" and not bearer_matches(
+        request.headers.get("Authorization", ""), state.settings.token, state.settings.read_token
+    ):
+        return jsonify({"error": "missing or wrong bearer token"}), 401
+    body, content_type = state.metrics.text()
     return Response(body, content_type=content_type)
 
 
@@ -121,7 +129,13 @@ OPENAPI: dict[str, Any] = {
             }
         },
         "/metrics": {
-            "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "Text exposition"}}}
+            "get": {
+                "summary": "Prometheus metrics (bearer: the webhook or the read token)",
+                "responses": {
+                    "200": {"description": "Text exposition"},
+                    "401": {"description": "Missing or wrong bearer token"},
+                },
+            }
         },
     },
 }

@@ -55,7 +55,7 @@ def sample(app: Flask, name: str, **labels: str) -> float:
     """One sample's value in /metrics (0 when absent); the registry is the process's, so compare deltas."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = get(app, "/metrics", token="").get_data(as_text=True)
+    text = get(app, "/metrics").get_data(as_text=True)
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if s.name == name and s.labels == labels:

@@ -241,7 +241,7 @@ def test_metrics_labels_never_come_from_the_request(passing: Flask) -> None:
     get(passing, "/v1/gates/junk-0?app=a")
 
     def series() -> list[str]:
-        text = get(passing, "/metrics", token="").get_data(as_text=True)
+        text = get(passing, "/metrics").get_data(as_text=True)
         return sorted(
             line.rsplit(" ", 1)[0] for line in text.splitlines() if line.startswith("driftguard_analysis")
         )
@@ -258,7 +258,7 @@ def test_metrics_labels_never_come_from_the_request(passing: Flask) -> None:
         'driftguard_analysis_requests_total{gate="unknown",outcome="401"}',
         'driftguard_analysis_requests_created{gate="unknown",outcome="401"}',
     }
-    assert "driftguard_fake_metric" not in get(passing, "/metrics", token="").get_data(as_text=True)
+    assert "driftguard_fake_metric" not in get(passing, "/metrics").get_data(as_text=True)
     assert (
         sample(passing, "driftguard_analysis_requests_total", gate="unknown", outcome="404") - unknown == 201
     )

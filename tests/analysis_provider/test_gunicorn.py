@@ -65,7 +65,7 @@ def service(tmp_path: Path, argo: FakeArgo, prom: FakePrometheus) -> Iterator[st
 
 
 def counts(url: str) -> dict[tuple[str, str], float]:
-    text = requests.get(f"{url}/metrics", timeout=5).text
+    text = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5).text
     assert "driftguard_fake_metric" not in text
     return {
         (s.labels["gate"], s.labels["outcome"]): s.value

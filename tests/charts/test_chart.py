@@ -93,6 +93,12 @@ def test_monitoring_objects_only_where_the_cluster_serves_them() -> None:
         "driftguard-analysis",
     ) in objs
     assert ("PrometheusRule", "driftguard") in objs
+    # /metrics needs the bearer token: the ServiceMonitor sends it from the service's own Secret
+    auth = objs[("ServiceMonitor", "driftguard-notifier")]["spec"]["endpoints"][0]["authorization"]
+    assert auth == {
+        "type": "Bearer",
+        "credentials": {"name": "driftguard-notifier", "key": "DRIFTGUARD_NOTIFIER_TOKEN"},
+    }
     assert "NOTES" not in json.dumps(list(objs))
 
 

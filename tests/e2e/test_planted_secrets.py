@@ -218,7 +218,9 @@ def test_planted_secrets_leave_through_no_output(tmp_path: Path) -> None:
             while time.monotonic() < deadline and len({c.path for c in rx.captured}) < 3:
                 time.sleep(0.2)
             time.sleep(0.5)
-            outputs["metrics"] = requests.get(f"http://127.0.0.1:{nport}/metrics", timeout=5).text
+            outputs["metrics"] = requests.get(
+                f"http://127.0.0.1:{nport}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
+            ).text
             verdict = requests.get(
                 f"http://127.0.0.1:{gport}/v1/gates/drift?app=planted",
                 headers={"Authorization": f"Bearer {GATE_TOKEN}"},

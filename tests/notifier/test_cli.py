@@ -12,7 +12,7 @@ import requests
 from standins.argo_api import FakeArgo
 from standins.processes import free_port, stop
 
-from .conftest import service_env
+from .conftest import TOKEN, service_env
 
 CLI = str(Path(sys.executable).parent / "driftguard-notifier")
 
@@ -105,7 +105,7 @@ def test_metrics_add_up_over_every_gunicorn_worker(tmp_path: Path, argo: FakeArg
             assert resp.status_code == 401 and resp.json() == {"error": "missing or wrong bearer token"}
             sent += 1
         assert len(list(prom.glob("counter_*.db"))) == 2
-        text = requests.get(f"{url}/metrics", timeout=5).text
+        text = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5).text
         assert f'driftguard_notifier_received_total{{outcome="unauthorized"}} {float(sent)}' in text
         assert 'driftguard_notifier_failures_total{stage="send"} 0.0' in text
         assert 'driftguard_notifier_queue_depth{queue="notifications"} 0.0' in text

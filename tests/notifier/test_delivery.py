@@ -11,7 +11,7 @@ from notifier.app import create_app
 from standins.argo_api import FakeArgo
 from standins.receivers import Receivers
 
-from .conftest import drill_app, make_config, make_settings, notification, post
+from .conftest import TOKEN, drill_app, make_config, make_settings, notification, post
 
 
 def worker(app: Flask):  # type: ignore[no-untyped-def]
@@ -71,7 +71,9 @@ def test_permanent_failure_and_old_messages_are_dead_lettered(
     post(app.test_client(), notification())
     w.drain()
     assert {m["channel"] for m in outbox(app).messages("dead")} == {"pagerduty", "slack"}
-    metrics = app.test_client().get("/metrics").get_data(as_text=True)
+    metrics = (
+        app.test_client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True)
+    )
     assert 'driftguard_notifier_dead_letters_total{channel="slack"} 1' in metrics
 
 
@@ -129,7 +131,7 @@ def test_metrics_and_health(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
     post(client, notification())
     post(client, notification(), token="")
     worker(app).drain()
-    text = client.get("/metrics").get_data(as_text=True)
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True)
     for line in (
         'driftguard_notifier_received_total{outcome="accepted"} 1',
         'driftguard_notifier_received_total{outcome="unauthorized"} 1',

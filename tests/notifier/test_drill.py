@@ -15,7 +15,7 @@ from notifier.channels.feishu import sign
 from standins.argo_api import FakeArgo
 from standins.receivers import Receivers
 
-from .conftest import drill_app, make_config, make_settings, notification, post
+from .conftest import TOKEN, drill_app, make_config, make_settings, notification, post
 
 GPU = "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
 
@@ -113,7 +113,9 @@ def test_the_same_drift_again_is_not_sent_twice_but_new_drift_is(
     drill_app(argo, secret_changed=False)  # different drift: only the GPU change now
     deliver(app, notification())
     assert len(rx.on("/feishu")) == 2 and len(rx.on("/slack")) == 2 and len(rx.on("/pagerduty")) == 2
-    metrics = app.test_client().get("/metrics").get_data(as_text=True)
+    metrics = (
+        app.test_client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True)
+    )
     assert 'driftguard_notifier_deduplicated_total{channel="feishu"} 1' in metrics
 
 
@@ -149,7 +151,9 @@ def test_quiet_when_only_suppressed_changes(app: Flask, argo: FakeArgo, rx: Rece
 def test_unknown_app_is_recorded_and_dropped_cleanly(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
     deliver(app, notification(name="no-such-app"))
     assert rx.captured == []
-    metrics = app.test_client().get("/metrics").get_data(as_text=True)
+    metrics = (
+        app.test_client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True)
+    )
     assert 'driftguard_notifier_expanded_total{outcome="app-not-found"} 1' in metrics
 
 

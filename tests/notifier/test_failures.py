@@ -15,7 +15,7 @@ from notifier.app import create_app
 from standins.argo_api import FakeArgo
 from standins.receivers import Receivers
 
-from .conftest import drill_app, make_config, make_settings, notification, post
+from .conftest import TOKEN, drill_app, make_config, make_settings, notification, post
 
 
 def _app(tmp_path: Path, argo: FakeArgo, rx: Receivers, **settings: Any) -> Flask:
@@ -33,7 +33,9 @@ def app2(tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str) -> Iter
 
 
 def metrics(app: Flask) -> str:
-    return str(app.test_client().get("/metrics").get_data(as_text=True))
+    return str(
+        app.test_client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True)
+    )
 
 
 def texts(rx: Receivers, path: str) -> list[str]:

@@ -68,7 +68,9 @@ FAULTS = [
 
 
 def _depth(port: int) -> int:
-    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    text = requests.get(
+        f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
+    ).text
     return sum(
         int(float(v)) for v in re.findall(r'queue_depth\{queue="(?:messages|notifications)"\} (\S+)', text)
     )

@@ -113,5 +113,5 @@ def test_argo_cd_retrying_the_same_notification_is_stored_once(app: Flask) -> No
         moved.status_code == 202 and "duplicate" not in moved.get_json()
     )  # a new revision is a new notification
     assert len(stored(app)) == 2
-    text = client.get("/metrics").get_data(as_text=True)
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True)
     assert 'driftguard_notifier_received_total{outcome="duplicate"} 1.0' in text
