@@ -219,6 +219,7 @@ class Worker:
             return
         queued = self.outbox.finish_notification(claimed.id, messages)
         self.metrics.expanded(outcome)
+        self.metrics.changes(report)
         event(
             "expanded",
             app=report.app.key,

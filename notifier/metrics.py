@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from driftguard.drift import CLASSES
 from driftguard.metrics import MULTIPROC_ENV, bounded, exposition
 
 __all__ = ["EXPANDED", "LATENCY_BUCKETS", "RECEIVED", "SENT", "STAGES", "NotifierMetrics"]
@@ -96,6 +98,12 @@ class NotifierMetrics:
             ["stage"],
             registry=r,
         )
+        self._changes = Counter(
+            "driftguard_notifier_drift_changes",
+            "Drifted fields and resources seen in expanded notifications, by class (human, controller, ...).",
+            ["class"],
+            registry=r,
+        )
         self._latency = Histogram(
             "driftguard_notifier_delivery_seconds",
             "Seconds from webhook received to message delivered, by channel.",
@@ -132,6 +140,13 @@ class NotifierMetrics:
 
     def failure(self, stage: str) -> None:
         self._failures.labels(bounded(stage, STAGES)).inc()
+
+    def changes(self, report: Any) -> None:
+        """Count a report's changes by class: the alerting ones and the suppressed counts."""
+        for c in report.alerting:
+            self._changes.labels(bounded(c.cls, CLASSES)).inc()
+        for cls, n in report.suppressed.items():
+            self._changes.labels(bounded(cls, CLASSES)).inc(n)
 
     def delivered(self, channel: str, seconds: float) -> None:
         self._latency.labels(self._channel(channel)).observe(max(0.0, seconds))

@@ -186,7 +186,10 @@ def test_the_dashboard_is_json_whose_queries_parse_and_name_real_metrics() -> No
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     dashboard = json.loads(cm["data"]["driftguard.json"])
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-    assert len(exprs) >= 8
+    assert len(exprs) >= 9
+    # drift by app (Argo CD's own view) and by class (driftguard's)
+    assert any("argocd_app_info" in e and "by (name)" in e for e in exprs)
+    assert any("driftguard_notifier_drift_changes_total" in e and "by (class)" in e for e in exprs)
     exported = exported_metrics()
     for expr in exprs:
         unknown = {m for m in metric_names(expr) if m not in ARGO_METRICS and m not in exported}

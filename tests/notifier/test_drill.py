@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,11 @@ def test_the_same_drift_again_is_not_sent_twice_but_new_drift_is(
         app.test_client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True)
     )
     assert 'driftguard_notifier_deduplicated_total{channel="feishu"} 1' in metrics
+    # what was seen, by class: the person's edits and what the HPA and the API server wrote
+    seen = dict(re.findall(r'driftguard_notifier_drift_changes_total\{class="([a-z-]+)"\} (\S+)', metrics))
+    assert (
+        float(seen["human"]) >= 2 and float(seen["controller"]) >= 2 and float(seen["admission-default"]) >= 3
+    )
 
 
 def test_back_in_sync_resolves_the_same_pagerduty_incident(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
