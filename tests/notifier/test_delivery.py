@@ -31,7 +31,12 @@ def test_a_receiver_that_is_down_delays_only_its_own_messages(
     worker(app).run_once(wait=True)
     assert len(rx.on("/feishu")) == 1 and len(rx.on("/pagerduty")) == 1 and rx.on("/slack") == []
     [pending] = outbox(app).messages("pending")
-    assert pending["channel"] == "slack" and pending["attempts"] == 1 and "HTTP 503" in pending["last_error"]
+    # one attempt, or two when the (test-short) backoff ran out within the same pass: both were 503s
+    assert (
+        pending["channel"] == "slack"
+        and pending["attempts"] in (1, 2)
+        and "HTTP 503" in pending["last_error"]
+    )
     worker(app).drain()
     assert len(rx.on("/slack")) == 1 and outbox(app).messages("pending") == []
 
