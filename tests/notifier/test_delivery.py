@@ -88,7 +88,8 @@ def test_argo_cd_down_keeps_the_notification_and_retries(app: Flask, argo: FakeA
     post(app.test_client(), notification())
     worker(app).run_once()
     [row] = outbox(app).query("SELECT state, attempts, last_error FROM notifications")
-    assert row["state"] == "pending" and row["attempts"] == 1 and "unreachable" in row["last_error"]
+    # one attempt, or two when the (test-short) backoff ran out within the same pass
+    assert row["state"] == "pending" and row["attempts"] in (1, 2) and "unreachable" in row["last_error"]
     assert rx.captured == []
     argo.fail_with = None
     worker(app).drain()
