@@ -25,6 +25,7 @@ from driftguard.errors import ConfigError, DriftguardError, GuardRefusal, Render
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
     from cmp_plugin.launch import Early
 
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
             early.close()  # a planned tool the render did not adopt is stopped, its scratch removed
 
 
-def run(*, early: Early | None = None) -> None:
+def run(*, early: Early | None = None, report: Callable[[int], None] | None = None) -> None:
     """The console script: ``main()``, then leave without tearing the interpreter down.
 
     Argo CD runs ``generate`` on every manifest refresh, and unloading the ~200 modules a render
@@ -82,6 +83,8 @@ def run(*, early: Early | None = None) -> None:
         code = code or EXIT_ERROR
     with contextlib.suppress(BrokenPipeError):
         sys.stderr.flush()
+    if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload.py)
+        report(code)
     os._exit(code)
 
 

@@ -49,7 +49,20 @@ _APP, _REPO, _SCRATCH = "\x01app\x01", "\x01repo\x01", "\x01scratch\x01"
 
 
 def main() -> None:
-    """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin."""
+    """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin.
+
+    With DRIFTGUARD_CMP_PRELOAD on, ``generate`` is first offered to the preload server
+    (cmp_plugin/preload.py), before this process limits itself: a server it starts must not
+    inherit the one-render CPU limit.
+    """
+    if sys.argv[1:] == ["generate"] and os.environ.get("DRIFTGUARD_CMP_PRELOAD"):
+        from cmp_plugin import preload
+
+        if preload.enabled(os.environ):
+            code = preload.run_preloaded(os.environ)
+            if code is not None:
+                sys.stderr.flush()
+                os._exit(code)
     limit_resources(sys.argv[1:], os.environ)
     early = early_start(sys.argv[1:], os.environ)
     from cmp_plugin.cli import run

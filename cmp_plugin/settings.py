@@ -66,6 +66,8 @@ class CmpSettings(NamedTuple):
     """kustomize --enable-helm for every build (DRIFTGUARD_KUSTOMIZE_ENABLE_HELM): the platform's, never a tenant's."""
     max_memory: int = 768 * 1024 * 1024
     """Address space each render may use, the plugin and its tools each (DRIFTGUARD_CMP_MAX_MEMORY): under the sidecar's 1Gi limit."""
+    preload: bool = False
+    """Fork each ``generate`` from a preloaded server (DRIFTGUARD_CMP_PRELOAD; cmp_plugin/preload.py): on in the sidecar manifests."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
@@ -147,4 +149,5 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR": ("kustomize_load_restrictor", _restrictor),
     "DRIFTGUARD_KUSTOMIZE_ENABLE_HELM": ("kustomize_enable_helm", boolean),
     "DRIFTGUARD_CMP_MAX_MEMORY": ("max_memory", positive(int)),
+    "DRIFTGUARD_CMP_PRELOAD": ("preload", boolean),
 }

@@ -1,0 +1,385 @@
+"""The preloaded renderer: ``generate`` forked from a process that has already imported the plugin.
+
+A small chart renders with helm in ~70 ms; before this, ``driftguard-cmp generate`` spent about as
+long again starting Python and importing the plugin (~20 ms interpreter, ~70 ms of imports: CPU
+time on the render's critical path, measured with bench/real_charts.py). With
+``DRIFTGUARD_CMP_PRELOAD=on`` (the shipped sidecar manifests set it) the first ``generate`` starts a
+*preload server* beside the cache (``$DRIFTGUARD_CMP_CACHE_DIR/preload.sock``) and renders as usual;
+every later ``generate`` connects, and the server forks a child that already has every module
+loaded. The child then becomes this render completely:
+
+- it joins the calling command's process group, so argocd-cmp-server's kill of that group on
+  timeout or after the command (``cmpserver/plugin/plugin.go``, runCommand) reaches it and its
+  tools as before;
+- it takes the caller's stdin/stdout/stderr and working directory as file descriptors
+  (SCM_RIGHTS), its umask and its whole environment, and sets its own resource limits;
+- it runs the same code as an in-process render (launch plan, guards, everything) and sends back
+  the exit code, which the caller exits with.
+
+What a tenant controls never reaches the server: it only accepts connections and forks. The request
+(environment, file descriptors) is read by the child, after the fork, so no tenant's bytes are ever
+in the state the next render starts from. The server starts with the sidecar's environment minus
+Argo CD's per-app variables, from ``/``, with ``-P`` (no checkout on ``sys.path``). Both ends check
+the peer's uid (SO_PEERCRED); the socket lives in the cache directory, which must be a directory
+of this uid that nobody else can write.
+
+Anything unexpected before the child has said it runs the render (no server, a stale socket, a
+server of another uid, a server whose code changed on disk, a child that cannot join the group, a
+slow answer) makes the caller render in-process, as without preloading; so preloading can make a
+render faster, never fail. The caller imports only ``os``, ``sys`` and ``_socket``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # see launch.py: this runs before anything else is imported
+if TYPE_CHECKING:
+    from _socket import socket as Socket
+    from collections.abc import Mapping
+
+__all__ = ["SOCKET_NAME", "decode_request", "enabled", "encode_request", "run_preloaded", "serve"]
+
+SOCKET_NAME = "preload.sock"
+STARTING = "preload.starting"
+MAGIC = b"driftguard-preload 1"
+HELLO, GO, READY, NOT_READY = b"H", b"G", b"R", b"N"
+HANDSHAKE_TIMEOUT = 2.0
+"""Seconds the caller waits for the child's HELLO, then for its READY, before rendering in-process."""
+REQUEST_TIMEOUT = 10.0
+MAX_REQUEST = 4 << 20
+"""The environment Argo CD passes is bounded by the kernel's ARG_MAX (2 MiB on Linux); twice that."""
+TRUE = ("1", "true", "yes", "on")
+"""The words settings.boolean reads as true; anything else is off here, and the settings report it."""
+# variables set per Application by argocd-cmp-server (ARGOCD_APP_*, ARGOCD_ENV_* from plugin.env,
+# PARAM_*): never in the server's own environment (docs/user-guide/build-environment.md upstream)
+_PER_APP = ("ARGOCD_", "PARAM_", "KUBE_VERSION", "KUBE_API_VERSIONS")
+
+
+def enabled(environ: Mapping[str, str]) -> bool:
+    return environ.get("DRIFTGUARD_CMP_PRELOAD", "").strip().lower() in TRUE
+
+
+def _socket_path(environ: Mapping[str, str]) -> str | None:
+    """The socket path when the cache directory is ours and private; None otherwise (no preloading)."""
+    from cmp_plugin.launch import cache_dir
+
+    cache = cache_dir(environ)
+    try:
+        info = os.lstat(cache)
+    except FileNotFoundError:
+        try:
+            os.makedirs(cache, mode=0o700, exist_ok=True)
+            info = os.lstat(cache)
+        except OSError:
+            return None
+    except OSError:
+        return None
+    import stat
+
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        return None
+    path = os.path.join(cache, SOCKET_NAME)
+    return path if len(os.fsencode(path)) < 100 else None  # sun_path is 108 bytes
+
+
+def _peer_uid(sock: Socket) -> int:
+    import _socket
+
+    cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
+    return int.from_bytes(cred[4:8], sys.byteorder)
+
+
+def encode_request(umask: int, pgid: int, environ: Mapping[str, str]) -> bytes:
+    """The request after the fds: a length, then NUL-separated fields (no NUL is ever in a variable)."""
+    fields = [MAGIC, b"%d" % umask, b"%d" % pgid]
+    fields += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in environ.items()]
+    data = b"\0".join(fields)
+    return len(data).to_bytes(4, "big") + data
+
+
+def decode_request(body: bytes) -> tuple[int, int, dict[str, str]]:
+    """(umask, pgid, environment) from a request body without its length; ValueError when malformed."""
+    fields = body.split(b"\0")
+    if fields[0] != MAGIC or len(fields) < 3:
+        raise ValueError("not a preload request")
+    env = {}
+    for item in fields[3:]:
+        key, sep, value = item.partition(b"=")
+        if not sep or not key:
+            raise ValueError("a malformed variable")
+        env[os.fsdecode(key)] = os.fsdecode(value)
+    return int(fields[1]), int(fields[2]), env
+
+
+def run_preloaded(environ: Mapping[str, str]) -> int | None:
+    """Render through the preload server: the exit code, or None to render in-process (never raises)."""
+    import _socket
+
+    path = _socket_path(environ)
+    if path is None:
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    cwd = -1
+    committed = False
+    try:
+        sock.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            sock.connect(path)
+        except OSError:  # no server yet, or a socket left by one that is gone
+            _start_server(path, environ)
+            return None
+        if _peer_uid(sock) != os.geteuid():
+            return None  # someone else's socket: send it nothing
+        if _recv_exact(sock, 1) != HELLO:
+            # no child took the connection (a server that is stopped or gone): the descriptors are
+            # not sent, since a connection waiting in a backlog would hold this command's stdout open
+            return None
+        cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        umask = os.umask(0)
+        os.umask(umask)
+        body = encode_request(umask, os.getpgrp(), environ)
+        if len(body) > MAX_REQUEST:
+            return None
+        fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, cwd))
+        sent = sock.sendmsg([body[:65536]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        sock.sendall(body[sent:])
+        if _recv_exact(sock, 1) != READY:
+            return None  # the child could not take the render over: nothing has run
+        sock.sendall(GO)
+        committed = True  # from here the render is the child's; argocd-cmp-server times it
+        sock.settimeout(None)
+        code = _recv_exact(sock, 1)
+        if len(code) == 1:
+            return code[0]
+    except OSError:  # before GO (a timeout, a reset): render in-process; after GO: the child failed
+        if not committed:
+            return None
+    finally:
+        sock.close()
+        if cwd >= 0:
+            os.close(cwd)
+    sys.stderr.write("driftguard: error: the preloaded render process ended without an exit code\n")
+    return 2
+
+
+def _recv_exact(sock: Socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _start_server(path: str, environ: Mapping[str, str]) -> None:
+    """Start the preload server in the background, at most one start per 30 s (errors are ignored)."""
+    import time
+
+    from cmp_plugin.launch import write_private
+
+    marker = os.path.join(os.path.dirname(path), STARTING)
+    try:
+        if time.time() - os.lstat(marker).st_mtime < 30:
+            return  # one is starting: this render goes in-process
+    except OSError:
+        pass
+    try:
+        write_private(marker, b"%d" % os.getpid())
+        env = {k: v for k, v in environ.items() if not k.startswith(_PER_APP)}
+        out = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-P", "-m", "cmp_plugin.preload", path],
+                env,
+                file_actions=[(os.POSIX_SPAWN_DUP2, out, fd) for fd in (0, 1, 2)],
+                setpgroup=0,  # not the caller's group: argocd-cmp-server kills that after each command
+            )
+        finally:
+            os.close(out)
+    except OSError:
+        pass
+
+
+# --- the server (imports freely: it starts once) -------------------------------------------------
+
+
+def _warm() -> None:
+    """Import what ``generate`` imports, so a forked child starts with all of it loaded."""
+    import yaml  # noqa: F401
+
+    import cmp_plugin.cli
+    import cmp_plugin.guards
+    import cmp_plugin.guards.implicit_defaults
+    import cmp_plugin.pipeline
+    import cmp_plugin.render_log
+    import cmp_plugin.renderers
+    import cmp_plugin.schema_refs  # noqa: F401
+
+
+def _changed(files: dict[str, int]) -> bool:
+    """Whether a module file the server loaded changed on disk since (then the server stops)."""
+    for f, mtime in files.items():
+        try:
+            if os.stat(f).st_mtime_ns != mtime:
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def _code_files() -> dict[str, int]:
+    """mtime of every loaded module file of this project, when the server has warmed up."""
+    roots = tuple(
+        os.path.dirname(m.__file__) + os.sep
+        for m in (sys.modules["cmp_plugin"], sys.modules["driftguard"])
+        if m.__file__
+    )
+    out = {}
+    for module in list(sys.modules.values()):
+        f = getattr(module, "__file__", None)
+        if f and f.startswith(roots):
+            try:
+                out[f] = os.stat(f).st_mtime_ns
+            except OSError:
+                out[f] = -1
+    return out
+
+
+def serve(path: str) -> None:
+    """Accept renders on ``path`` until the socket is removed or replaced, or the code changes on disk.
+
+    In the sidecar that is the container's life: one server, ~40 MB, shared copy-on-write with
+    every render. It never exits on its own there, because argocd-cmp-server (PID 1, which
+    inherits it when the render that started it ends) does not reap orphans: an exit would leave
+    a zombie.
+    """
+    import gc
+    import signal
+    import socket
+
+    os.chdir("/")
+    _warm()
+    code = _code_files()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    old = os.umask(0o177)
+    try:
+        listener.bind(tmp)
+    finally:
+        os.umask(old)
+    listener.listen(64)
+    os.replace(tmp, path)
+    mine = os.stat(path).st_ino
+    try:
+        os.unlink(os.path.join(os.path.dirname(path), STARTING))
+    except OSError:
+        pass
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here may end up in a render's output
+        stream.flush()
+    gc.freeze()  # what is loaded now stays shared with every child (no copy-on-write by the GC)
+    listener.settimeout(2.0)
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            try:
+                replaced = os.stat(path).st_ino != mine
+            except OSError:
+                replaced = True
+            if replaced:
+                break
+            continue
+        stale = _changed(code)
+        if stale or _peer_uid(conn) != os.geteuid():
+            conn.close()  # the caller sees no READY and renders in-process
+            if stale:
+                break
+            continue
+        pid = os.fork()
+        if pid == 0:
+            try:
+                listener.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the render waits for its tools
+                _child(conn)
+            finally:
+                os._exit(70)  # a child never returns into the server's loop, whatever happened
+        conn.close()
+    try:
+        if os.stat(path).st_ino == mine:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _child(conn: Socket) -> None:
+    """Take the caller's render over: its group, descriptors, directory, umask and environment."""
+    import socket
+
+    try:
+        conn.settimeout(REQUEST_TIMEOUT)
+        conn.sendall(HELLO)
+        fds: list[int] = []
+        head, ancdata, _, _ = conn.recvmsg(65536, socket.CMSG_LEN(4 * 4))
+        for level, kind, data in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += [
+                    int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, len(data) - 3, 4)
+                ]
+        if len(head) < 4 or len(fds) != 4:
+            os._exit(1)
+        size = int.from_bytes(head[:4], "big")
+        if size > MAX_REQUEST:
+            os._exit(1)
+        body = head[4:]
+        while len(body) < size:
+            chunk = conn.recv(min(1 << 20, size - len(body)))
+            if not chunk:
+                os._exit(1)
+            body += chunk
+        umask, pgid, env = decode_request(body)
+        try:
+            os.setpgid(0, pgid)
+        except OSError:
+            conn.sendall(NOT_READY)
+            os._exit(1)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        os.fchdir(fds[3])
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        os.umask(umask)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = ["driftguard-cmp", "generate"]
+        conn.sendall(READY)
+        if _recv_exact(conn, 1) != GO:
+            os._exit(1)  # the caller gave up waiting and renders itself
+        conn.settimeout(None)
+    except Exception:  # a broken request: the caller renders in-process
+        os._exit(1)
+    from cmp_plugin import cli, launch
+
+    def report(code: int) -> None:
+        try:
+            conn.sendall(bytes([code & 0xFF]))
+        except OSError:
+            pass
+
+    launch.limit_resources(sys.argv[1:], os.environ)
+    early = launch.early_start(sys.argv[1:], os.environ)
+    cli.run(early=early, report=report)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

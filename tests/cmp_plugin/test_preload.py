@@ -1,0 +1,316 @@
+"""The preload server: a forked, preloaded ``generate`` is the same render, in the caller's process group.
+
+Every test runs the real console entry (``python -m cmp_plugin generate``) the way argocd-cmp-server
+does: in a process group of its own within the same session (``Setpgid``), and kills that group
+when it is done with the command. The helm wrapper logs who started it and in which group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cmp_plugin import preload
+from driftguard import env as dg_env
+
+from .conftest import cmp_env
+
+APP = "charts/platform"
+
+
+class Run:
+    def __init__(self, proc: subprocess.Popen[str], out: str, err: str) -> None:
+        self.pid, self.returncode, self.stdout, self.stderr = proc.pid, proc.returncode, out, err
+
+
+@pytest.fixture
+def cache(repo: Path) -> Iterator[Path]:
+    path = repo.parent / "cache"
+    yield path
+    pid = server_pid(path)
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+    (path / preload.SOCKET_NAME).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def helm_log(tmp_path: Path) -> Path:
+    return tmp_path / "helm-starts.jsonl"
+
+
+def wrapper(tmp_path: Path, log: Path, *, sleep: int = 0) -> Path:
+    """A helm that logs its pid, parent and process group, then becomes the real helm."""
+    path = tmp_path / f"helm-{sleep}"
+    path.write_text(
+        "#!/bin/sh\n"
+        f'printf \'{{"pid": %s, "ppid": %s, "pgid": %s}}\\n\' "$$" "$PPID" '
+        f"\"$(cut -d' ' -f5 /proc/$$/stat)\" >> '{log}'\n"
+        + (f"sleep {sleep}\n" if sleep else "")
+        + f"exec '{os.environ['DRIFTGUARD_HELM']}' \"$@\"\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def starts(log: Path) -> list[dict[str, int]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def server_pid(cache: Path) -> int:
+    """The preload server's pid, from the socket's peer credentials; 0 when none answers."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(str(cache / preload.SOCKET_NAME))
+        return int.from_bytes(s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)[:4], sys.byteorder)
+    except OSError:
+        return 0
+    finally:
+        s.close()
+
+
+def wait_for(check: Callable[[], Any], what: str, seconds: float = 20.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for every purpose here
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.fixture
+def start(repo: Path, cache: Path, tmp_path: Path, helm_log: Path) -> Callable[..., subprocess.Popen[str]]:
+    def run(
+        params: list[dict[str, Any]] | None = None,
+        *,
+        preload_value: str = "on",
+        sleep: int = 0,
+        extra: dict[str, str] | None = None,
+        **popen: Any,
+    ) -> subprocess.Popen[str]:
+        env = {
+            **cmp_env(APP, params, **(extra or {})),
+            "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
+            "DRIFTGUARD_HELM": str(wrapper(tmp_path, helm_log, sleep=sleep)),
+            "DRIFTGUARD_CMP_PRELOAD": preload_value,
+        }
+        popen.setdefault("process_group", 0)  # argocd-cmp-server: Setpgid, same session
+        return subprocess.Popen(
+            [sys.executable, "-m", "cmp_plugin", "generate"],
+            cwd=repo / APP,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **popen,
+        )
+
+    return run
+
+
+@pytest.fixture
+def generate(start: Callable[..., subprocess.Popen[str]]) -> Callable[..., Run]:
+    def run(*args: Any, **kwargs: Any) -> Run:
+        proc = start(*args, **kwargs)
+        out, err = proc.communicate(timeout=120)
+        return Run(proc, out, err)
+
+    return run
+
+
+def served(cache: Path) -> int:
+    return int(wait_for(lambda: server_pid(cache), "the preload server answers"))
+
+
+def test_a_preloaded_render_is_the_same_render_in_the_callers_group(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    off = generate(preload_value="off")
+    assert off.returncode == 0, off.stderr
+    first = generate()  # renders itself and starts the server
+    assert first.returncode == 0, first.stderr
+    assert starts(helm_log)[-1]["ppid"] == first.pid
+    served(cache)
+    second = generate()
+    assert second.returncode == 0, second.stderr
+    helm = starts(helm_log)[-1]
+    assert helm["ppid"] != second.pid, "the render ran in the caller, not in a preloaded child"
+    assert helm["pgid"] == second.pid, "the preloaded render left the command's process group"
+    assert second.stdout == first.stdout == off.stdout
+    assert second.stderr == first.stderr
+
+
+def test_exit_code_and_messages_come_back_from_the_preloaded_render(
+    generate: Callable[..., Run], cache: Path
+) -> None:
+    bad = [{"name": "no-such-parameter", "string": "x"}]
+    off = generate(bad, preload_value="off")
+    assert off.returncode == 2 and "no-such-parameter" in off.stderr
+    assert generate().returncode == 0
+    served(cache)
+    on = generate(bad)
+    assert (on.returncode, on.stdout, on.stderr) == (off.returncode, off.stdout, off.stderr)
+
+
+def test_killing_the_commands_group_stops_the_preloaded_render_and_its_tools(
+    generate: Callable[..., Run],
+    start: Callable[..., subprocess.Popen[str]],
+    cache: Path,
+    helm_log: Path,
+) -> None:
+    assert generate().returncode == 0
+    server = served(cache)
+    before = len(starts(helm_log))
+    proc = start(sleep=60)  # a helm that hangs
+    helm = wait_for(lambda: starts(helm_log)[before:], "the slow helm starts")[0]
+    assert helm["ppid"] != proc.pid and helm["pgid"] == proc.pid
+    os.killpg(proc.pid, signal.SIGKILL)  # what argocd-cmp-server does after a command or its timeout
+    proc.communicate(timeout=30)
+    wait_for(lambda: not alive(helm["pid"]) and not alive(helm["ppid"]), "the render and its helm are gone")
+    assert alive(server), "the server is not in the command's group: it serves the next render"
+    assert generate().returncode == 0
+
+
+def test_the_server_holds_nothing_of_an_application(
+    generate: Callable[..., Run], cache: Path, repo: Path
+) -> None:
+    run = generate(
+        [{"name": "values-files", "array": ["values.yaml"]}], extra={"ARGOCD_ENV_TEAM": "payments"}
+    )
+    assert run.returncode == 0, run.stderr
+    server = served(cache)
+    environ = Path(f"/proc/{server}/environ").read_bytes().split(b"\0")
+    names = {item.partition(b"=")[0] for item in environ}
+    assert not {n for n in names if n.startswith((b"ARGOCD_", b"PARAM_"))}
+    assert b"KUBE_VERSION" not in names and b"KUBE_API_VERSIONS" not in names
+    assert os.readlink(f"/proc/{server}/cwd") == "/"
+    assert os.getpgid(server) != run.pid
+
+
+def test_a_socket_that_never_answers_costs_a_wait_then_an_ordinary_render(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    cache.mkdir(mode=0o700)
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squatter.bind(str(cache / preload.SOCKET_NAME))
+    squatter.listen(8)  # accepts into the backlog, never answers
+    try:
+        run = generate()
+        assert run.returncode == 0, run.stderr
+        assert starts(helm_log)[-1]["ppid"] == run.pid
+        assert run.stdout.startswith("---") or "kind:" in run.stdout
+    finally:
+        squatter.close()
+
+
+def test_a_file_in_the_sockets_place_is_replaced_by_a_server(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    cache.mkdir(mode=0o700)
+    (cache / preload.SOCKET_NAME).write_text("not a socket")
+    first = generate()
+    assert first.returncode == 0, first.stderr
+    assert starts(helm_log)[-1]["ppid"] == first.pid
+    served(cache)
+    second = generate()
+    assert second.returncode == 0 and second.stdout == first.stdout
+    assert starts(helm_log)[-1]["ppid"] != second.pid
+
+
+def test_a_cache_directory_others_can_write_means_no_preloading(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    cache.mkdir()
+    cache.chmod(0o777)  # anyone could plant a socket there and be handed the render's environment
+    for _ in range(2):
+        run = generate()
+        assert run.returncode == 0, run.stderr
+        assert starts(helm_log)[-1]["ppid"] == run.pid
+        time.sleep(0.5)
+    assert not (cache / preload.SOCKET_NAME).exists(), "a server started in a directory others can write"
+
+
+def test_a_caller_in_another_session_renders_itself(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    first = generate()
+    served(cache)
+    other = generate(process_group=None, start_new_session=True)
+    assert other.returncode == 0, other.stderr
+    assert starts(helm_log)[-1]["ppid"] == other.pid, "a child that cannot join the group must not render"
+    assert other.stdout == first.stdout
+
+
+def test_removing_the_socket_stops_the_server(generate: Callable[..., Run], cache: Path) -> None:
+    assert generate().returncode == 0
+    server = served(cache)
+    (cache / preload.SOCKET_NAME).unlink()
+    wait_for(lambda: not alive(server), "the server exits")
+
+
+def test_an_invalid_setting_is_reported_by_the_render(generate: Callable[..., Run], cache: Path) -> None:
+    run = generate(preload_value="sometimes")
+    assert run.returncode == 2
+    assert "DRIFTGUARD_CMP_PRELOAD" in run.stderr
+    assert not cache.joinpath(preload.SOCKET_NAME).exists()
+
+
+def test_the_preload_words_are_the_settings_words() -> None:
+    assert preload.TRUE == dg_env._TRUE
+
+
+@given(
+    st.dictionaries(
+        st.text(st.characters(blacklist_characters="\0=", blacklist_categories=["Cs"]), min_size=1),
+        st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"])),
+        max_size=20,
+    ),
+    st.integers(0, 0o777),
+    st.integers(1, 2**22),
+)
+def test_every_environment_crosses_the_socket_unchanged(env: dict[str, str], umask: int, pgid: int) -> None:
+    framed = preload.encode_request(umask, pgid, env)
+    assert int.from_bytes(framed[:4], "big") == len(framed) - 4
+    assert preload.decode_request(framed[4:]) == (umask, pgid, env)
+
+
+@pytest.mark.parametrize(
+    "body", [b"", b"GET / HTTP/1.1", preload.MAGIC + b"\0x", preload.MAGIC + b"\0022\0001\0NOEQUALS"]
+)
+def test_a_malformed_request_is_refused(body: bytes) -> None:
+    with pytest.raises(ValueError):
+        preload.decode_request(body)
+
+
+def test_a_changed_module_file_is_noticed(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("x = 1\n")
+    files = {str(f): f.stat().st_mtime_ns}
+    assert not preload._changed(files)
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1))
+    assert preload._changed(files)
+    f.unlink()
+    assert preload._changed(files)
