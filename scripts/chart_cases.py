@@ -13,7 +13,10 @@ cannot read the prometheus-operator CRDs at all.
 One line per case, ``HOLDS <case>: ...`` or ``SHORT <case>: ... -- detail``, then a tally.
 A case falls short on a parity mismatch, a crash, driftguard failing where the bare tool renders
 (refusals included), the bare tool failing where driftguard exits 0, or both failing without
-driftguard showing the tool's error. Exit 1 when any case falls short.
+driftguard showing the tool's error, or the preloaded render differing from the in-process one.
+driftguard runs as the sidecar manifests ship it (DRIFTGUARD_CMP_PRELOAD=on): each case renders
+twice, first in-process (which starts the preload server), then forked from that server; both must
+give the same exit code, output and stderr. Exit 1 when any case falls short.
 
 Usage: chart_cases.py CORPUS_DIR [--only NAME[,NAME]] [--max-ci N]
 """
@@ -186,7 +189,20 @@ def check(case: Case, t: dict[str, str]) -> dict[str, Any]:
     cache = Path(tempfile.mkdtemp(prefix="chart-cases-"))
     try:
         brc, bout, berr, _ = run(bare_argv(case, t), case.app_dir)
-        drc, dout, derr, _ = run([t["driftguard-cmp"], "generate"], case.app_dir, dg_env(case, cache))
+        env = {**dg_env(case, cache), "DRIFTGUARD_CMP_PRELOAD": "on"}  # as the sidecar manifests ship
+        drc, dout, derr, _ = run([t["driftguard-cmp"], "generate"], case.app_dir, env)
+        # the first render started the preload server; the same render forked from it must be identical
+        for _ in range(100):
+            if (cache / "preload.sock").exists():
+                break
+            time.sleep(0.05)
+        else:
+            res["short"] = "the preload server did not start within 5 s"
+            return res
+        again = run([t["driftguard-cmp"], "generate"], case.app_dir, env)
+        if (again[0], again[1]) != (drc, dout) or _stable(again[2]) != _stable(derr):
+            res["short"] = f"the preloaded render differs from the in-process one (exit {again[0]} vs {drc})"
+            return res
         lines = derr.splitlines()
         res["warnings"] = [x for x in lines if x.startswith("driftguard: warning")]
         if "Traceback (most recent call last)" in derr or drc < 0:
@@ -217,6 +233,16 @@ def check(case: Case, t: dict[str, str]) -> dict[str, Any]:
         return res
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def _stable(stderr: str) -> list[str]:
+    """stderr without what differs between any two renders: the first one's missing baseline, scratch names."""
+    import re
+
+    scratch = re.compile(r"driftguard-[0-9]+-[0-9a-f]{8}")
+    return [
+        scratch.sub("driftguard-SCRATCH", x) for x in stderr.splitlines() if "shrink guard skipped" not in x
+    ]
 
 
 def summary(res: dict[str, Any]) -> str:

@@ -11,7 +11,8 @@ What it runs, each printing HOLDS/SHORT per case:
   argo-cases  scripts/argo_cases.py (the project's copy of ../shared/corpus/argo-cases/run.py) over
               ../shared/corpus/argo-cases (diff, ignore rules, sync windows, CMP)
   charts      scripts/chart_cases.py ../shared/corpus/charts: object parity of `driftguard-cmp
-              generate` with bare helm / kustomize, objects read as Argo CD's Go YAML reads them
+              generate` with bare helm / kustomize (in-process and forked from the preload
+              server: both must agree), objects read as Argo CD's Go YAML reads them
               (the shared run_charts.py reads them with PyYAML, which cannot load the
               prometheus-operator CRDs); no timings: those come from `make bench`
               (bench/real_charts.py), never from here
