@@ -252,7 +252,7 @@ def _code_files() -> dict[str, int]:
 def serve(path: str) -> None:
     """Accept renders on ``path`` until the socket is removed or replaced, or the code changes on disk.
 
-    In the sidecar that is the container's life: one server, ~40 MB, shared copy-on-write with
+    In the sidecar that is the container's life: one server, ~17 MB resident, shared copy-on-write with
     every render. It never exits on its own there, because argocd-cmp-server (PID 1, which
     inherits it when the render that started it ends) does not reap orphans: an exit would leave
     a zombie.
