@@ -70,6 +70,7 @@ class NotifierIdentities:
         self._session = requests.Session()
         self._session.headers["Accept"] = "application/json"
         self._session.headers["Authorization"] = f"Bearer {token}"
+        self._session.max_redirects = 0  # a redirect is an answer we did not ask for: the lookup fails
 
     def match(self, writes: Sequence[Mapping[str, Any]], *, deadline: float | None) -> list[str | None]:
         """The person who made each write, in order (None: no record matched); UpstreamError otherwise."""

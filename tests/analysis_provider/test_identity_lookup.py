@@ -33,7 +33,7 @@ from standins import argo_api, proxy, receivers
 from standins.apiserver import audit_event, event_list
 from standins.drill import serve_drill
 from standins.faults import Fault, refused_url
-from standins.processes import free_port, start_gunicorn, stop
+from standins.processes import free_port, start_cli, stop
 from standins.receivers import Receivers
 from tests.notifier.conftest import AUDIT_TOKEN, PD_KEY, READ_TOKEN, service_env
 from tests.notifier.test_identity import retime_patch
@@ -62,7 +62,7 @@ def start_notifier(tmp_path: Path, argo: argo_api.FakeArgo, rx: Receivers) -> No
     )
     port = free_port()
     log = tmp_path / "notifier.log"
-    proc = start_gunicorn("notifier.app:create_app()", port, env, log, workers=1, threads=4)
+    proc = start_cli("driftguard-notifier", port, env, log, workers=1, threads=4)
     return Notifier(f"http://127.0.0.1:{port}", proc, log)
 
 
@@ -125,9 +125,7 @@ def test_the_gate_names_the_person_and_fails_the_same_when_the_notifier_is_gone(
     notifier, stamp = drill
     port = free_port()
     log = tmp_path / "gate.log"
-    proc = start_gunicorn(
-        "analysis_provider.app:create_app()", port, gate_env(argo, tmp_path, notifier.url), log
-    )
+    proc = start_cli("driftguard-analysis", port, gate_env(argo, tmp_path, notifier.url), log)
     url = f"http://127.0.0.1:{port}"
     try:
         named = gate(url)
