@@ -203,7 +203,7 @@ FAILING = st.one_of(
     st.builds(
         Fault,
         st.just("status"),
-        status=st.sampled_from([400, 401, 403, 404, 413, 429, 500, 501, 502, 503, 504]),
+        status=st.sampled_from([301, 302, 307, 400, 401, 403, 404, 413, 429, 500, 501, 502, 503, 504]),
         body=st.none() | json_values,
     ),
     st.builds(Fault, st.just("html"), status=st.sampled_from([200, 502, 503])),
