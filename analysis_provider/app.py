@@ -35,6 +35,7 @@ from analysis_provider.cache import Coalescing
 from analysis_provider.gates import FAIL, GATES, INCONCLUSIVE, PASS, GateContext, Verdict
 from analysis_provider.gates.base import APP_ARGS, Arg, parse_args
 from analysis_provider.gates.success_rate import SuccessRateGate
+from analysis_provider.identities import NotifierIdentities
 from analysis_provider.prometheus import Prometheus
 from analysis_provider.settings import AnalysisSettings
 from driftguard.argocd import ArgoCDClient
@@ -292,6 +293,14 @@ def create_app(
         jq=JqRunner(),
         now=now or (lambda: datetime.now(UTC)),
         cached=lookups.get,
+        identities=NotifierIdentities(
+            settings.notifier_url,
+            token=settings.notifier_read_token,
+            timeout=settings.notifier_timeout,
+            ca_file=settings.notifier_ca_file,
+        )
+        if settings.notifier_url
+        else None,
     )
     app = Flask("driftguard-analysis")
     app.json = StrictJSON(app)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from driftguard.argocd import ArgoCDSettings
 from driftguard.env import from_env
@@ -37,6 +39,17 @@ class AnalysisSettings:
     argocd_cm_file: str = ""
     """argocd-cm for system-level ignoreDifferences (DRIFTGUARD_ARGOCD_CM_FILE)."""
     redact_salt: bytes = field(default=b"", repr=False)
+    notifier_url: str = ""
+    """The notifier's base URL: the drift gate asks its identity store who made a change
+    (DRIFTGUARD_ANALYSIS_NOTIFIER_URL; empty: the gate names the field manager only)."""
+    notifier_read_token: str = field(default="", repr=False)
+    """The notifier's read token (DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN), or from a file (_FILE below)."""
+    notifier_read_token_file: str = ""
+    """A file holding the read token, e.g. a mounted Secret key (DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN_FILE)."""
+    notifier_ca_file: str = ""
+    """CA bundle for an https notifier URL (DRIFTGUARD_ANALYSIS_NOTIFIER_CA_FILE)."""
+    notifier_timeout: float = 1.0
+    """Seconds the identity lookup may take, within the request's own timeout (DRIFTGUARD_ANALYSIS_NOTIFIER_TIMEOUT)."""
     argocd: ArgoCDSettings | None = None
 
     def __post_init__(self) -> None:
@@ -51,6 +64,52 @@ class AnalysisSettings:
             raise ConfigError("DRIFTGUARD_ANALYSIS_CACHE_TTL", "must be 0 or more")
         if not self.redact_salt:
             object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
+        self._check_notifier()
+
+    def _check_notifier(self) -> None:
+        """The identity lookup's settings: all or nothing, the token read from its file once here."""
+        token_set = bool(self.notifier_read_token or self.notifier_read_token_file)
+        if not self.notifier_url:
+            if token_set or self.notifier_ca_file:
+                raise ConfigError(
+                    "DRIFTGUARD_ANALYSIS_NOTIFIER_URL", "is required when a notifier read token or CA is set"
+                )
+            return
+        url = urlsplit(self.notifier_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ConfigError("DRIFTGUARD_ANALYSIS_NOTIFIER_URL", "must be an http(s) URL with a host")
+        if url.username is not None or url.password is not None or url.query or url.fragment:
+            raise ConfigError(
+                "DRIFTGUARD_ANALYSIS_NOTIFIER_URL",
+                "must be a base URL without credentials, query or fragment (the token has its own setting)",
+            )
+        if self.notifier_read_token and self.notifier_read_token_file:
+            raise ConfigError(
+                "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN", "set it or _READ_TOKEN_FILE, not both"
+            )
+        if self.notifier_read_token_file:
+            try:
+                token = Path(self.notifier_read_token_file).read_text().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN_FILE", f"cannot be read ({type(exc).__name__})"
+                ) from exc
+            object.__setattr__(self, "notifier_read_token", token)
+        where = "_FILE" if self.notifier_read_token_file else ""
+        if len(self.notifier_read_token) < 16 or any(c.isspace() for c in self.notifier_read_token):
+            raise ConfigError(
+                f"DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN{where}",
+                "is required with DRIFTGUARD_ANALYSIS_NOTIFIER_URL: the notifier's read token (16+ characters, no spaces)",
+            )
+        if self.notifier_ca_file and not Path(self.notifier_ca_file).is_file():
+            raise ConfigError(
+                "DRIFTGUARD_ANALYSIS_NOTIFIER_CA_FILE", f"{self.notifier_ca_file} is not a file"
+            )
+        if not 0 < self.notifier_timeout < self.timeout:
+            raise ConfigError(
+                "DRIFTGUARD_ANALYSIS_NOTIFIER_TIMEOUT",
+                "must be more than 0 and less than DRIFTGUARD_ANALYSIS_TIMEOUT (the lookup never holds the verdict)",
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AnalysisSettings:
@@ -70,4 +129,9 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_ANALYSIS_TIMEOUT": ("timeout", float),
     "DRIFTGUARD_ANALYSIS_CACHE_TTL": ("cache_ttl", float),
     "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
+    "DRIFTGUARD_ANALYSIS_NOTIFIER_URL": ("notifier_url", str.strip),
+    "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN": ("notifier_read_token", str.strip),
+    "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN_FILE": ("notifier_read_token_file", str.strip),
+    "DRIFTGUARD_ANALYSIS_NOTIFIER_CA_FILE": ("notifier_ca_file", str.strip),
+    "DRIFTGUARD_ANALYSIS_NOTIFIER_TIMEOUT": ("notifier_timeout", float),
 }

@@ -1,4 +1,4 @@
-"""One GET against an upstream API with one total deadline, and strict JSON out of its answer.
+"""One GET (or read-only POST) against an upstream API with one total deadline, and strict JSON out of its answer.
 
 requests' ``timeout`` bounds each socket read, not the answer: an upstream that trickles a byte a
 second restarts it with every byte and holds the caller for as long as it likes. ``get`` streams
@@ -19,7 +19,7 @@ from driftguard.errors import UpstreamTimeout, UpstreamUnavailable
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["MAX_BODY", "Answer", "get", "strict_json"]
+__all__ = ["MAX_BODY", "Answer", "get", "post", "strict_json"]
 
 MAX_BODY = 256 * 1024 * 1024
 """Bytes of one answer we hold in memory at most (a managed-resources answer of thousands of resources is tens of MB)."""
@@ -41,12 +41,46 @@ def get(
     deadline: float,
     params: dict[str, str] | None = None,
     verify: bool | str = True,
+    max_body: int = MAX_BODY,
 ) -> Answer:
     """GET ``url`` and read its whole answer before ``deadline``; ``who`` names the upstream in errors.
 
     UpstreamTimeout when the deadline passes (connecting, waiting or reading), UpstreamUnavailable
-    ("unreachable") when the connection fails or is cut.
+    ("unreachable") when the connection fails or is cut, or when the answer is over ``max_body`` bytes.
     """
+    return _call(
+        session, "GET", url, who=who, deadline=deadline, params=params, verify=verify, max_body=max_body
+    )
+
+
+def post(
+    session: requests.Session,
+    url: str,
+    *,
+    who: str,
+    deadline: float,
+    body: Any,
+    verify: bool | str = True,
+    max_body: int = MAX_BODY,
+) -> Answer:
+    """POST ``body`` as JSON to a read API that takes its question in the body; otherwise as :func:`get`."""
+    return _call(
+        session, "POST", url, who=who, deadline=deadline, json_body=body, verify=verify, max_body=max_body
+    )
+
+
+def _call(
+    session: requests.Session,
+    method: str,
+    url: str,
+    *,
+    who: str,
+    deadline: float,
+    params: dict[str, str] | None = None,
+    json_body: Any = None,
+    verify: bool | str,
+    max_body: int,
+) -> Answer:
     import requests
     import urllib3
 
@@ -54,7 +88,15 @@ def get(
     if budget <= 0:
         raise UpstreamTimeout(f"{who}: no time left to ask")
     try:
-        resp = session.get(url, params=params, timeout=(budget, budget), stream=True, verify=verify)
+        resp = session.request(
+            method,
+            url,
+            params=params,
+            json=json_body,
+            timeout=(budget, budget),
+            stream=True,
+            verify=verify,
+        )
     except requests.Timeout as exc:
         raise UpstreamTimeout(f"{who} did not answer within {budget:.1f} s") from exc
     except requests.RequestException as exc:
@@ -73,8 +115,9 @@ def get(
             if not chunk:
                 break
             size += len(chunk)
-            if size > MAX_BODY:
-                raise UpstreamUnavailable(f"{who} answered more than {MAX_BODY // 2**20} MiB")
+            if size > max_body:
+                limit = f"{max_body // 2**20} MiB" if max_body >= 2**20 else f"{max_body // 1024} KiB"
+                raise UpstreamUnavailable(f"{who} answered more than {limit}")
             chunks.append(chunk)
     except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as exc:
         raise UpstreamTimeout(f"{who} was still sending its answer at the deadline") from exc

@@ -15,7 +15,7 @@ from werkzeug.exceptions import HTTPException
 from driftguard.argocd import ArgoCDClient
 from driftguard.errors import ConfigError
 from driftguard.redact import Redactor
-from notifier import audit, incidents, ops, webhook
+from notifier import audit, incidents, ops, webhook, whois
 from notifier.channels import Channel, build_channels
 from notifier.config import NotifierConfig, load_config
 from notifier.delivery import Worker
@@ -113,6 +113,7 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
     app.register_blueprint(ops.bp)
     app.register_blueprint(audit.bp)
     app.register_blueprint(incidents.bp)
+    app.register_blueprint(whois.bp)
 
     @app.errorhandler(413)
     def too_large(_: Exception) -> tuple[Response, int]:

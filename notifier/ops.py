@@ -8,6 +8,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from driftguard.service import bearer_matches
 from notifier.incidents import OPENAPI_PATHS as _IDENTITY_PATHS
+from notifier.whois import OPENAPI_PATHS as _WHOIS_PATHS
 
 __all__ = ["OPENAPI", "bp"]
 
@@ -140,6 +141,7 @@ OPENAPI: dict[str, Any] = {
     },
 }
 OPENAPI["paths"].update(_IDENTITY_PATHS)  # issue 21: audit, admission, the journal
+OPENAPI["paths"].update(_WHOIS_PATHS)  # issue 21: the drift gate asks who made a write
 OPENAPI["components"]["securitySchemes"]["read"] = {
     "type": "http",
     "scheme": "bearer",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import requests
 
-__all__ = ["free_port", "git", "start_gunicorn", "stop"]
+__all__ = ["free_port", "git", "start_cli", "start_gunicorn", "stop"]
 
 
 def git(repo: Path, *args: str, env: Mapping[str, str]) -> str:
@@ -36,9 +36,21 @@ def free_port() -> int:
 
 
 def start_gunicorn(
-    app: str, port: int, env: dict[str, str], log: Path, *, workers: int = 2, threads: int = 4
+    app: str,
+    port: int,
+    env: dict[str, str],
+    log: Path,
+    *,
+    workers: int = 2,
+    threads: int = 4,
+    certfile: str = "",
+    keyfile: str = "",
+    ca: str = "",
 ) -> subprocess.Popen[bytes]:
-    """Start ``gunicorn app`` in its own process group and wait until /healthz answers."""
+    """Start ``gunicorn app`` in its own process group and wait until /healthz answers.
+
+    ``certfile``/``keyfile``: serve TLS; ``ca``: the CA the health probe trusts (https then).
+    """
     argv = [
         sys.executable,
         "-m",
@@ -51,19 +63,46 @@ def start_gunicorn(
         str(threads),
         "--worker-class",
         "gthread",
-        app,
     ]
+    if certfile or keyfile:
+        argv += ["--certfile", certfile, "--keyfile", keyfile]
+    return _started([*argv, app], port, env, log, what=app, ca=ca)
+
+
+def start_cli(
+    cli: str,
+    port: int,
+    env: dict[str, str],
+    log: Path,
+    *,
+    workers: int = 2,
+    threads: int = 4,
+    ca: str = "",
+) -> subprocess.Popen[bytes]:
+    """Start a service as its Deployment does, by its console script (``driftguard-notifier``,
+    ``driftguard-analysis``): settings checked once, gunicorn with the multiprocess metrics config,
+    TLS from the service's own variables. Waits until /healthz answers (over https when ``ca`` is given).
+    """
+    argv = [str(Path(sys.executable).parent / cli), "--bind", f"127.0.0.1:{port}"]
+    argv += ["--workers", str(workers), "--threads", str(threads)]
+    return _started(argv, port, env, log, what=cli, ca=ca)
+
+
+def _started(
+    argv: list[str], port: int, env: dict[str, str], log: Path, *, what: str, ca: str
+) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=out, start_new_session=True)
+    url = f"{'https' if ca else 'http'}://127.0.0.1:{port}/healthz"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
+            if requests.get(url, timeout=5, verify=ca or True).status_code == 200:
                 return proc
         except (requests.ConnectionError, requests.Timeout):  # workers still booting on a loaded machine
             time.sleep(0.1)
     stop(proc)
-    raise RuntimeError(f"{app} did not start; its log:\n{log.read_text()[-3000:]}")
+    raise RuntimeError(f"{what} did not start; its log:\n{log.read_text()[-3000:]}")
 
 
 def stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:

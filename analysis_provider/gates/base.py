@@ -126,6 +126,8 @@ class GateContext:
     """Coalescing look-ups shared by the gates (an Application read once serves drift, sync and freeze)."""
     deadline: float | None = None
     """``time.monotonic()`` by which this request must be answered: every upstream read stops there."""
+    identities: Any = None
+    """The notifier's identity lookup (analysis_provider/identities.py ``NotifierIdentities``), when configured."""
 
     def application(self, name: str, app_namespace: str) -> dict[str, Any]:
         return self.cached(  # type: ignore[no-any-return]

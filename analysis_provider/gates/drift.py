@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from analysis_provider.gates.base import APP_ARGS, FAIL, PASS, GateContext, Verdict, a_string
+from analysis_provider.identities import Lookup, lookup
 from driftguard import upstream
+from driftguard.drift import Classified
 from driftguard.errors import InputError, UpstreamUnavailable
 from driftguard.identity import who as identity_who
 from driftguard.report import build_report
@@ -13,6 +15,7 @@ from driftguard.report import build_report
 __all__ = ["DriftGate"]
 
 SHOWN = 10
+NO_IDENTITY = "no identity available (the notifier's identity lookup failed)"
 
 
 class DriftGate:
@@ -41,21 +44,38 @@ class DriftGate:
             return Verdict(
                 self.name, PASS, ["no human drift, missing or prune-candidate resources"], observed
             )
+        shown = alerting[:SHOWN]
+        # the person, when the notifier's identity store is asked (analysis_provider/identities.py):
+        # an enrichment only, decided after the verdict and unable to change it
+        found = (
+            lookup(shown, items, ctx.identities, deadline=ctx.deadline)
+            if ctx.identities is not None
+            else None
+        )
+        if found is not None:
+            observed["identity"] = found.observed()
         reasons = []
-        for c in alerting[:SHOWN]:
+        for n, c in enumerate(shown):
             if c.cls in ("missing", "prune-candidate"):
                 reasons.append(f"{c.resource}: {c.cls}")
             else:
-                # the alerts' actor line (driftguard/identity.py); the person once the gate has an identity store
-                who = (
-                    f" by {identity_who(manager=c.actor.manager, time=c.actor.time, user=c.actor.user, matched=c.actor.matched)}"
-                    if c.actor
-                    else ""
-                )
+                who = f" by {_actor(c, n, found)}" if c.actor else ""
                 reasons.append(f"{c.resource}: {c.change.path} {_v(c.change.old)} -> {_v(c.change.new)}{who}")
         if len(alerting) > SHOWN:
             reasons.append(f"... and {len(alerting) - SHOWN} more")
         return Verdict(self.name, FAIL, reasons, observed)
+
+
+def _actor(c: Classified, n: int, found: Lookup | None) -> str:
+    """The alerts' actor line (driftguard/identity.py), with the person when the lookup found one."""
+    assert c.actor is not None
+    a = c.actor
+    if found is None or n not in found.asked:
+        return identity_who(manager=a.manager, time=a.time, user=a.user, matched=a.matched)
+    if found.failed:
+        return identity_who(manager=a.manager, time=a.time) + f"; {NO_IDENTITY}"
+    user = found.users.get(n, "")
+    return identity_who(manager=a.manager, time=a.time, user=user, matched=bool(user))
 
 
 STATES = ("targetState", "liveState", "normalizedLiveState", "predictedLiveState")

@@ -4,8 +4,6 @@ merged, labels that request input cannot grow, and the deadline held by a real s
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,13 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from standins.argo_api import FakeArgo
 from standins.faults import Fault
-from standins.processes import free_port, stop
+from standins.processes import free_port, start_cli, stop
 from standins.prometheus import FakePrometheus
 from tests.notifier.conftest import drill_app
 
 from .conftest import TOKEN
 
-CLI = str(Path(sys.executable).parent / "driftguard-analysis")
 TIMEOUT = 1.5
 
 
@@ -40,28 +37,11 @@ def service(tmp_path: Path, argo: FakeArgo, prom: FakePrometheus) -> Iterator[st
         "DRIFTGUARD_ANALYSIS_TIMEOUT": str(TIMEOUT),
         "DRIFTGUARD_ANALYSIS_CACHE_TTL": "0",
     }
-    log = (tmp_path / "gunicorn.log").open("wb")
-    proc = subprocess.Popen(
-        [CLI, "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"],
-        env=env,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc = start_cli("driftguard-analysis", port, env, tmp_path / "gunicorn.log", workers=2, threads=4)
     try:
-        for _ in range(300):
-            try:
-                if requests.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.1)
-        else:
-            raise AssertionError((tmp_path / "gunicorn.log").read_text())
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
         stop(proc)
-        log.close()
 
 
 def counts(url: str) -> dict[tuple[str, str], float]:

@@ -16,7 +16,7 @@ import trustme
 from standins.apiserver import admission_review
 from standins.argo_api import FakeArgo
 from standins.drill import inference_live
-from standins.processes import free_port
+from standins.processes import free_port, start_cli, stop
 
 from .conftest import service_env
 
@@ -39,25 +39,11 @@ def test_admission_over_tls_allows_and_records_plain_http_is_refused(tmp_path: P
         DRIFTGUARD_NOTIFIER_TLS_KEY=str(tmp_path / "tls.key"),
     )
     port = free_port()
-    log = (tmp_path / "gunicorn.log").open("wb")
-    proc = subprocess.Popen(
-        [CLI, "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        env=env,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-    )
     url = f"https://127.0.0.1:{port}"
+    proc = start_cli(
+        "driftguard-notifier", port, env, tmp_path / "gunicorn.log", workers=1, ca=str(tmp_path / "ca.crt")
+    )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(f"{url}/healthz", verify=str(tmp_path / "ca.crt"), timeout=5)
-                break
-            except requests.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail((tmp_path / "gunicorn.log").read_text()[-2000:])
-                time.sleep(0.2)
         review = admission_review(inference_live())
         resp = requests.post(f"{url}/v1/admission", json=review, verify=str(tmp_path / "ca.crt"), timeout=5)
         assert resp.status_code == 200
@@ -72,12 +58,7 @@ def test_admission_over_tls_allows_and_records_plain_http_is_refused(tmp_path: P
                 break
             time.sleep(0.1)
     finally:
-        import os
-        import signal
-
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-        log.close()
+        stop(proc)
     assert rows == [
         ("alice@example.com", "kubectl-patch", "8a1f0c8e-1111-4d7e-9e55-0a0b0c0d0e0f", "admission")
     ]

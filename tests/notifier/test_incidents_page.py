@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,14 +26,13 @@ from flask import Flask
 from standins import argo_api, receivers
 from standins.apiserver import audit_event, event_list
 from standins.drill import serve_drill
-from standins.processes import free_port
+from standins.processes import free_port, start_cli, stop
 
 from .conftest import READ_TOKEN, notification, service_env
 from .test_identity import audit_post, deliver, retime_patch
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-CLI = str(Path(sys.executable).parent / "driftguard-notifier")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -137,22 +135,9 @@ def test_the_page_shows_the_drills_episode_its_person_and_its_timeline(
         DRIFTGUARD_NOTIFIER_READ_TOKEN=READ_TOKEN,
     )
     port = free_port()
-    log = (tmp_path / "gunicorn.log").open("wb")
-    server = subprocess.Popen(
-        [CLI, "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        env=env,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-    )
+    server = start_cli("driftguard-notifier", port, env, tmp_path / "gunicorn.log", workers=1)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                requests.get(f"{url}/healthz", timeout=2)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.1)
         browser.go(f"{url}/incidents")
         assert browser.js("return document.querySelectorAll('tr.episode').length") == 0  # not signed in
         browser.js(
@@ -195,6 +180,4 @@ def test_the_page_shows_the_drills_episode_its_person_and_its_timeline(
         browser.go(f"{url}/incidents?app=deepseek-inference&who=alice@example.com")
         assert browser.js("return document.querySelectorAll('tr.episode').length") == 1
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=20)
-        log.close()
+        stop(server)
