@@ -74,6 +74,9 @@ _WRAP = re.compile(
 )
 
 
+_LOADING = ("Failed to load target state: ", "Manifest generation error (cached): ")
+
+
 class GatingKey(NamedTuple):
     """A values key that decides whether whole resources render, and where its value came from."""
 
@@ -119,6 +122,9 @@ def parse_condition(message: str) -> Cause | None:
     if not message or not message.strip():
         return None
     first = next((line for line in message.strip().splitlines() if line.strip()), "")
+    # only a failure to load the target state leaves Argo CD without target objects (controller/state.go
+    # sets failedToLoadObjs there); other ComparisonErrors (normalising, duplicates) are not a cause
+    loading = first.startswith(_LOADING)
     while (m := _WRAP.match(first)) is not None:
         first = first[m.end() :]
     head = _HEAD.match(first)
@@ -135,7 +141,7 @@ def parse_condition(message: str) -> Cause | None:
                 break
         return Cause(REFUSED, _bounded(head.group("reason"), MAX_REASON), head.group("guard"), tuple(keys))
     reason = _bounded(first, MAX_REASON)
-    return Cause(FAILED, reason) if reason else None
+    return Cause(FAILED, reason) if reason and loading else None
 
 
 def cause_from_application(app: Mapping[str, Any]) -> Cause | None:

@@ -89,6 +89,8 @@ def test_the_first_comparison_error_of_the_application() -> None:
         }
     }
     assert cause_from_application(app) == Cause(REFUSED, "helm rendered 0", "empty")
+    # a ComparisonError that is not a failure to load the target state leaves the render in place
+    assert parse_condition("Failed to normalize target state: x") is None
     assert cause_from_application({"status": {"conditions": [{"type": "SyncError", "message": "x"}]}}) is None
     assert cause_from_application({"status": {"conditions": "garbage"}}) is None
     assert cause_from_application({}) is None
