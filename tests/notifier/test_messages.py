@@ -746,3 +746,33 @@ def test_a_notice_with_a_huge_hostile_message_fits_and_stays_text(event: str) ->
                 assert "<at" not in _markdown(msg)
             if name == "slack":
                 assert "<at" not in _sections(msg)
+
+
+def test_the_render_refused_notice_quotes_the_gating_key_past_the_first_lines() -> None:
+    from notifier.notices import notice_for
+    from standins.argo_api import application
+
+    stderr = "\n".join(
+        [
+            refusal_headline("shrink", "the render would prune 12 of 12 resources the Application manages"),
+            *[
+                f"  Deployment.apps shop/api-{i}  <- hidden by the chart default of enabled"
+                for i in range(12)
+            ],
+            gating_line(GatingKey("enabled", CHART_DEFAULT, "templates/deployment.yaml:1")),
+            "fix: annotate the Application",
+        ]
+    )
+    refused = application("shop", sync="Unknown")
+    refused["status"]["conditions"] = [
+        {"type": "ComparisonError", "message": "Failed to load target state: " + stderr}
+    ]
+    n = notice_for("on-render-refused", refused, app(), body={}, link=LINK + "shop")
+    assert "gating key" not in n["message"]  # past the first lines Argo CD's message is cut
+    assert n["lines"] == [
+        "driftguard: gating key `enabled` relies on the chart default (templates/deployment.yaml:1)"
+    ]
+    for name, ch in OFFLINE["zh-CN"].items():
+        msg = check_limits(name, ch.prepare(ch.payload(n, kind="notice")).body)
+        text = json.dumps(msg, ensure_ascii=False)
+        assert "enabled" in text and "relies on the chart default" in text, name
