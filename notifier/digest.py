@@ -323,6 +323,8 @@ def _cause(raw: Any) -> dict[str, Any] | None:
     """A report's cause (driftguard.cause.Cause.to_json), bounded again: a view may come from a file."""
     if not isinstance(raw, dict) or raw.get("kind") not in ("render-refused", "render-failed"):
         return None
+    if not (raw.get("reason") or raw.get("guard")):
+        return None  # nothing to quote
     keys = [k for k in raw.get("keys") or [] if isinstance(k, dict) and k.get("key")][:3]
     return {
         "kind": raw["kind"],

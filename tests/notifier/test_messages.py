@@ -696,7 +696,7 @@ def test_every_report_fits_every_channel_and_the_more_line_is_true(report: Drift
             payload = ch.payload(v, kind="alert")
             body = ch.prepare(payload).body  # signing fields included
             msg = check_limits(name, body, report)
-            cause = report.cause is not None and bool(report.cause.reason)
+            cause = report.cause is not None and bool(report.cause.reason or report.cause.guard)
             if name == "feishu":
                 assert ("**Cause**" in _markdown(msg) or "**原因**" in _markdown(msg)) == cause
             elif name == "slack":
