@@ -3,8 +3,9 @@
 Argo CD runs ``generate``, ``discover`` and ``parameters`` (see manifests/base/cmp/plugin.yaml);
 people and PR checks run ``render`` (and ``diff``). A refusal prints, as its first stderr line,
 ``driftguard: refused by <guard>: <reason>`` (errors: ``driftguard: error: ...``), then at most
-30 lines of detail and one line saying how to fix or override it, and exits non-zero so that
-Argo CD syncs and prunes nothing.
+30 lines of detail, one ``driftguard: gating key `<key>` ...`` line per values key behind it (the
+form the notifier quotes as the cause of a prune set: driftguard/cause.py) and one line saying how
+to fix or override it, and exits non-zero so that Argo CD syncs and prunes nothing.
 """
 
 from __future__ import annotations
@@ -287,9 +288,14 @@ def cmd_plugin_yaml(args: argparse.Namespace) -> int:
 
 def format_failure(exc: BaseException) -> str:
     """The text Argo CD shows in its UI: one headline, at most 30 lines of detail, one fix line."""
+    keys: list[str] = []
     if isinstance(exc, GuardRefusal):
-        head = f"driftguard: refused by {exc.guard}: {exc.reason}"
+        from driftguard import cause  # only on a refusal: generate's happy path stays lean
+
+        head = cause.refusal_headline(exc.guard, exc.reason)
         details, fix = exc.details, exc.fix
+        # one line per gating key in the form the notifier quotes as the cause (driftguard/cause.py)
+        keys = [cause.gating_line(cause.GatingKey(*g)) for g in exc.gating[: cause.MAX_KEYS]]
     elif isinstance(exc, RenderError):
         head = f"driftguard: error: {exc}"
         details = exc.stderr.splitlines() if exc.stderr else []
@@ -304,10 +310,13 @@ def format_failure(exc: BaseException) -> str:
         head = f"driftguard: error: {exc}"
         details, fix = [], ""
     lines = [head.replace("\n", " ")]
-    shown = [f"  {d}" for d in details[:MAX_DETAIL_LINES]]
+    # a detail is one indented line: text from a chart or values (a key with a newline) cannot
+    # start a line of its own and pose as the headline or a gating key
+    shown = [f"  {' '.join(d.splitlines())}" for d in details[:MAX_DETAIL_LINES]]
     if len(details) > MAX_DETAIL_LINES:
         shown[-1] = f"  ... and {len(details) - MAX_DETAIL_LINES + 1} more"
     lines += shown
+    lines += keys
     if fix:
-        lines.append(f"fix: {fix}")
+        lines.append(f"fix: {' '.join(fix.splitlines())}")
     return "\n".join(lines) + "\n"

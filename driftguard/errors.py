@@ -74,12 +74,22 @@ class RenderTimeout(RenderError):
 class GuardRefusal(DriftguardError):
     """A guard refused a render: ``guard`` names it, ``details`` and ``fix`` explain it."""
 
-    def __init__(self, guard: str, reason: str, *, details: list[str] | None = None, fix: str = "") -> None:
+    def __init__(
+        self,
+        guard: str,
+        reason: str,
+        *,
+        details: list[str] | None = None,
+        fix: str = "",
+        gating: list[tuple[str, str, str]] | None = None,
+    ) -> None:
         super().__init__(f"refused by {guard}: {reason}")
         self.guard = guard
         self.reason = reason
         self.details = details or []
         self.fix = fix
+        self.gating = gating or []
+        """(key, origin, template:line) of the values keys behind it (driftguard.cause.GatingKey)."""
 
 
 class UpstreamError(DriftguardError):

@@ -27,7 +27,7 @@ import re
 import time as _time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
@@ -296,15 +296,22 @@ def best_match(
     return best[3] if best else None
 
 
-def _ago(seconds: float) -> str:
+_UNITS = {"en": ("s", "min", "h", "d"), "zh-CN": ("秒", "分钟", "小时", "天")}
+
+
+def _ago(seconds: float, locale: str = "en") -> str:
     s = max(0, int(seconds))
-    if s < 60:
-        return f"{s} s ago"
-    if s < 3600:
-        return f"{s // 60} min ago"
-    if s < 86400:
-        return f"{s // 3600} h ago"
-    return f"{s // 86400} d ago"
+    sec, mins, hours, days = _UNITS.get(locale, _UNITS["en"])
+    n, unit = (
+        (s, sec)
+        if s < 60
+        else (s // 60, mins)
+        if s < 3600
+        else (s // 3600, hours)
+        if s < 86400
+        else (s // 86400, days)
+    )
+    return f"{n} {unit}前" if locale == "zh-CN" else f"{n} {unit} ago"
 
 
 def who(
@@ -314,21 +321,30 @@ def who(
     user: str = "",
     matched: bool | None = None,
     now: float | None = None,
+    locale: str = "en",
+    tz: tzinfo | None = None,
 ) -> str:
     """``alice@example.com via kubectl-patch, 14:02:07 (3 min ago)``; without a person the manager only.
 
     ``matched`` False (the join ran, nothing matched) adds that no identity record matched. Times
-    are UTC; older than a day they carry the date.
+    are in ``tz`` (default UTC); older than a day they carry the date. ``locale`` "zh-CN" writes
+    it as a Chinese reader says it: ``由 alice@example.com 通过 kubectl-patch 修改，14:02:07（3 分钟前）``
+    (the field manager is the tool, never the person); anything else is English.
     """
     now = _time.time() if now is None else now
     at = time if isinstance(time, float) else parse_time(time)
-    head = f"{user} via {manager}" if user else (manager or "unknown manager")
+    zh = locale == "zh-CN"
+    if zh:
+        tool = f"通过 {manager} 修改" if manager else "修改（字段管理器未知）"
+        head = f"由 {user} {tool}" if user else tool
+    else:
+        head = f"{user} via {manager}" if user else (manager or "unknown manager")
     if at is not None:
-        stamp = datetime.fromtimestamp(at, UTC)
+        stamp = datetime.fromtimestamp(at, tz or UTC)
         clock = stamp.strftime("%H:%M:%S") if now - at < 86400 else stamp.strftime("%Y-%m-%d %H:%M:%S")
-        head += f", {clock} ({_ago(now - at)})"
+        head += f"，{clock}（{_ago(now - at, locale)}）" if zh else f", {clock} ({_ago(now - at)})"
     if not user and matched is False:
-        head += "; no identity record matched"
+        head += "；未匹配到身份记录" if zh else "; no identity record matched"
     return head
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from driftguard.cause import Cause, cause_from_application
 from driftguard.drift import (
     ALERTING,
     CLASSES,
@@ -75,6 +76,9 @@ class DriftReport:
 
     app: AppInfo
     resources: list[ResourceDrift] = field(default_factory=list)
+    cause: Cause | None = None
+    """Why the render is not there, when Argo CD says (a refused or failed render: driftguard.cause);
+    with it, the prune set is what a render that never happened would remove."""
 
     @property
     def alerting(self) -> list[Classified]:
@@ -113,6 +117,7 @@ class DriftReport:
             "fingerprint": self.fingerprint(),
             "alerting": [c.to_json() for c in self.alerting],
             "suppressed": self.suppressed,
+            "cause": self.cause.to_json() if self.cause else None,
             "counts": {
                 cls: sum(1 for r in self.resources for c in r.changes if c.cls == cls) for cls in CLASSES
             },
@@ -148,4 +153,4 @@ def build_report(
     finally:
         if jq is None:
             rules.close()
-    return DriftReport(AppInfo.from_application(app), drifts)
+    return DriftReport(AppInfo.from_application(app), drifts, cause_from_application(app))

@@ -16,10 +16,12 @@ import json
 import re
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 from driftguard.diff import ListSeg, Segment, unescape
 from driftguard.drift import HUMAN, MISSING, PRUNE_CANDIDATE
+from driftguard.identity import who
 
 __all__ = [
     "MAX_PRUNE_COUNT",
@@ -42,6 +44,7 @@ PATH_CHARS = 160
 NAME_CHARS = 120
 TITLE_VALUE = 40
 NOTICE_MESSAGE = 1500
+CAUSE_CHARS = 300
 NOTICE_LINES = 30
 _PREFIXES = (
     "spec.jobTemplate.spec.template.spec.",
@@ -157,8 +160,12 @@ def digest(
     now: datetime | None = None,
     protected: tuple[str, ...] = PROTECTED_KINDS,
     max_prune_count: int = MAX_PRUNE_COUNT,
+    locale: str = "en",
 ) -> dict[str, Any]:
-    """The alert's content from a report view (notifier.render.view); raw strings, channels escape."""
+    """The alert's content from a report view (notifier.render.view); raw strings, channels escape.
+
+    ``locale`` is the channel's: the actor lines (``who``) are written in it.
+    """
     tz = tz or ZoneInfo("UTC")
     now = now or datetime.now(UTC)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
@@ -177,10 +184,13 @@ def digest(
                         "count": 0,
                         "protected": res["kind"] in protected,
                         "names": [],
+                        "_first": None,
                     },
                 )
                 g["count"] += 1
                 g["names"].append(_where(res))
+                if g["_first"] is None or _where(res) < _where(g["_first"]):
+                    g["_first"] = res
                 continue
             actor = c.get("actor")
             readable = c.get("readable") or readable_path(c["path"])
@@ -202,12 +212,18 @@ def digest(
                     "matched": (actor or {}).get("matched"),
                     "source": (actor or {}).get("source") or "",
                     "when": _when((actor or {}).get("time"), tz, now),
+                    # the actor line in the channel's locale and zone (driftguard/identity.py who)
+                    "who": _who(actor, tz, now, locale),
                     "_t": (actor or {}).get("time") or "",
+                    "_res": res,
                 }
             )
     fields.sort(key=lambda f: f["_t"], reverse=True)  # newest first: the title is the newest change
+    first_res = None
     for f in fields:
         del f["_t"]
+        res = f.pop("_res")
+        first_res = first_res or res
     ordered = sorted(
         groups.values(),
         key=lambda g: (
@@ -218,7 +234,10 @@ def digest(
             g["kind"],
         ),
     )
+    if ordered:
+        first_res = ordered[0]["_first"]  # the first item every channel lists
     for g in ordered:
+        del g["_first"]
         g["names"].sort()
         g["more_names"] = max(0, len(g["names"]) - NAMES_PER_KIND)
         g["names"] = g["names"][:NAMES_PER_KIND]
@@ -240,6 +259,13 @@ def digest(
         },
         "severity": severity,
         "link": v.get("link") or "",
+        "resource": {"kind": short(first_res["kind"], NAME_CHARS), "name": _where(first_res)}
+        if first_res
+        else None,
+        "resource_link": resource_link(v.get("link") or "", first_res) if first_res else "",
+        "cause": _cause(v.get("cause")),
+        "who": next((f["who"] for f in fields if f["cls"] == HUMAN and f["user"]), "")
+        or next((f["who"] for f in fields if f["who"]), ""),
         "groups": ordered,
         "fields": fields,
         "total": v["total"],
@@ -257,6 +283,61 @@ def digest(
         if fields
         else None,
         "top": ordered[0] if ordered else None,
+    }
+
+
+def resource_link(app_link: str, res: dict[str, Any]) -> str:
+    """The Application's page with one resource selected, as the Argo CD v3 UI encodes it.
+
+    ``?node=<group>/<kind>/<namespace>/<name>/<container>`` opens the resource's panel:
+    ui/src/app/applications/components/application-details/application-details.tsx (``SelectNode``
+    writes it, ``NodeInfo`` reads it) with the key of ui/src/app/applications/components/utils.tsx
+    ``nodeKey``. Each part is percent-encoded (names come from the cluster); "" without a link.
+    """
+    if not app_link:
+        return ""
+    node = "/".join(
+        str(res.get(k) or "") for k in ("group", "kind", "namespace", "name")
+    )  # a core group and a cluster-scoped namespace are empty, as nodeKey writes them
+    return f"{app_link}?{urlencode({'node': node + '/0'}, safe='/')}"
+
+
+def _who(actor: dict[str, Any] | None, tz: ZoneInfo, now: datetime, locale: str) -> str:
+    if not actor or not (actor.get("manager") or actor.get("user")):
+        return ""
+    return short(
+        who(
+            manager=actor.get("manager") or "",
+            time=actor.get("time"),
+            user=actor.get("user") or "",
+            matched=actor.get("matched"),
+            now=now.timestamp(),
+            locale=locale,
+            tz=tz,
+        ),
+        2 * NAME_CHARS + 60,
+    )
+
+
+def _cause(raw: Any) -> dict[str, Any] | None:
+    """A report's cause (driftguard.cause.Cause.to_json), bounded again: a view may come from a file."""
+    if not isinstance(raw, dict) or raw.get("kind") not in ("render-refused", "render-failed"):
+        return None
+    if not (raw.get("reason") or raw.get("guard")):
+        return None  # nothing to quote
+    keys = [k for k in raw.get("keys") or [] if isinstance(k, dict) and k.get("key")][:3]
+    return {
+        "kind": raw["kind"],
+        "guard": short(str(raw.get("guard") or ""), 40),
+        "reason": short(str(raw.get("reason") or ""), CAUSE_CHARS),
+        "gating": [  # not "keys": a template's c.keys would be the dict method
+            {
+                "key": short(str(k["key"]), NAME_CHARS),
+                "origin": "value" if k.get("origin") == "value" else "chart-default",
+                "where": short(str(k.get("where") or ""), NAME_CHARS),
+            }
+            for k in keys
+        ],
     }
 
 

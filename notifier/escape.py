@@ -20,8 +20,23 @@ from typing import Any
 
 __all__ = ["OURS", "escaped", "feishu_md", "slack_code", "slack_text"]
 
-OURS = frozenset({"cls", "severity", "link", "label", "unit", "todo", "classes", "event", "kind_of", "zone"})
-"""Keys whose values we wrote ourselves (class names, severities, links built from our config)."""
+OURS = frozenset(
+    {
+        "cls",
+        "severity",
+        "link",
+        "resource_link",
+        "label",
+        "unit",
+        "todo",
+        "classes",
+        "event",
+        "kind_of",
+        "zone",
+    }
+)
+"""Keys whose values we wrote ourselves (class names, severities, links built from our config; the
+resource link's cluster parts are percent-encoded)."""
 NAMED_BY_CLUSTER = frozenset({"counts"})
 """Mappings whose keys come from the cluster (a notice's counts by kind)."""
 
@@ -55,7 +70,7 @@ def escaped(value: Any, fn: Callable[[str], str], key: str = "") -> Any:
     if key in OURS:
         return value
     if isinstance(value, str):
-        return fn(value)
+        return fn(value) if value else value  # "" stays falsy: templates test optional fields with `if`
     if isinstance(value, dict):
         if key in NAMED_BY_CLUSTER:
             return {fn(str(k)): escaped(v, fn) for k, v in value.items()}

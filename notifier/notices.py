@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from driftguard.cause import gating_line, parse_condition
 from driftguard.redact import scrub_text
 from driftguard.report import AppInfo
 from notifier.render import notice_view
@@ -76,8 +77,14 @@ def notice_for(
             for c in _items(_dig(source, "status", "conditions"))
             if c.get("type") == "ComparisonError"
         ]
-        message = _first_lines(str(conditions[0].get("message") or "")) if conditions else ""
-        return notice_view(info, event=event, message=message, link=link)
+        raw = str(conditions[0].get("message") or "") if conditions else ""
+        message = _first_lines(raw)
+        # the gating keys follow up to 30 lines of detail: past the first lines, quote them as lines
+        cause = parse_condition(raw)
+        keys = [gating_line(k) for k in cause.keys] if cause else []
+        return notice_view(
+            info, event=event, message=message, lines=[k for k in keys if k not in message], link=link
+        )
     pending: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     for r in _items(_dig(app, "status", "resources")):
         if r.get("requiresPruning") is True:

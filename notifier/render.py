@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from driftguard.cause import CHART_DEFAULT, FAILED, REFUSED, VALUE, Cause, GatingKey
 from driftguard.diff import FieldChange
 from driftguard.drift import ALERTING, CLASSES, HUMAN, MISSING, PRUNE_CANDIDATE, Actor, Classified
 from driftguard.errors import ConfigError
@@ -40,6 +41,8 @@ MACROS: dict[str, tuple[str, ...]] = {
         "more",
         "todo",
         "button",
+        "cause",
+        "resource_button",
         "resolved_title",
         "resolved_body",
         "notice_title",
@@ -53,14 +56,18 @@ MACROS: dict[str, tuple[str, ...]] = {
         "more",
         "todo",
         "button",
+        "cause",
+        "resource_button",
         "fallback",
         "resolved",
         "resolved_title",
         "notice_title",
         "notice_body",
     ),
-    "pagerduty": ("title", "todo", "notice_title", "notice_body"),
+    "pagerduty": ("title", "todo", "cause", "resource_button", "notice_title", "notice_body"),
 }
+ADDED_MACROS = frozenset({"cause", "resource_button"})
+"""Macros newer than some overrides: an override without them keeps the stock ones (it still starts)."""
 LOCALES = ("zh-CN", "en")
 NOTICE_EVENTS = ("sync-failed", "render-refused", "prune-pending")
 
@@ -142,6 +149,8 @@ def view(report: DriftReport, *, link: str = "", kind: str = "alert", severity: 
         "link": link,
         "fingerprint": report.fingerprint(),
         "who": _first_who(report.alerting),
+        # why the render is not there (driftguard/cause.py): None when Argo CD reports no failure
+        "cause": report.cause.to_json() if report.cause else None,
     }
 
 
@@ -233,10 +242,21 @@ def sample_views() -> list[dict[str, Any]]:
             key = keys[(i + j) % len(keys)]
             path = "" if cls in (MISSING, PRUNE_CANDIDATE) else "/spec/replicas"
             changes.append(Classified(key, FieldChange(path, "replace", old, new), cls, actor))
+    causes = (
+        Cause(
+            REFUSED,
+            "the render would prune 3 of 5 resources",
+            "shrink",
+            (GatingKey("enabled", CHART_DEFAULT, "templates/deployment.yaml:1"), GatingKey("w.on", VALUE)),
+        ),
+        Cause(REFUSED, "helm rendered 0 resources", "empty"),
+        Cause(FAILED, "helm template: parse error"),
+        None,
+    )
     views: list[dict[str, Any]] = []
     for n, severity in enumerate(SEVERITIES):
         for app, with_link in ((full, True), (bare, False)):
-            v = view(DriftReport(app), link=link if with_link else "")
+            v = view(DriftReport(app, cause=causes[n % len(causes)]), link=link if with_link else "")
             # every class with each actor shape once per app shape; the severities share the work
             v["resources"] = _resources(changes) if n == 0 else _resources(changes[:1])
             v["total"] = len(changes)
@@ -269,9 +289,12 @@ class Templates:
         # chat text and markdown, not HTML: escaping is per channel (the `mrkdwn` filter for Slack)
         loader = jinja2.ChoiceLoader(loaders)
         self.env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701
-        self.env.filters["v"] = _value
-        self.env.filters["mrkdwn"] = _mrkdwn
-        self._modules: dict[tuple[str, str], Any] = {}
+        stock = loaders[-1]  # the shipped templates alone, for macros an older override lacks
+        self.stock = jinja2.Environment(loader=stock, undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701
+        for env in (self.env, self.stock):
+            env.filters["v"] = _value
+            env.filters["mrkdwn"] = _mrkdwn
+        self._macros: dict[tuple[str, str, str], Any] = {}
         self._check()
 
     def _check(self) -> None:
@@ -282,19 +305,23 @@ class Templates:
                 try:
                     module = self.env.get_template(name).module
                     for macro in macros:
-                        fn = getattr(module, macro)
+                        fn = getattr(module, macro, None)
+                        if fn is None and macro in ADDED_MACROS:
+                            fn = getattr(self.stock.get_template(name).module, macro)
+                        if fn is None:
+                            raise AttributeError(f"no macro {macro}")
                         for v in views:
                             _call(fn, macro, v)
+                        self._macros[(channel, locale, macro)] = fn
                 except Exception as exc:
                     raise ConfigError(
                         "DRIFTGUARD_NOTIFIER_TEMPLATES",
                         f"template {name} is broken: {type(exc).__name__}: {exc}",
                     ) from exc
-                self._modules[(channel, locale)] = module
 
     def render(self, channel: str, locale: str, macro: str, arg: Any) -> str:
         """One macro's text, whitespace at the ends trimmed."""
-        return str(getattr(self._modules[(channel, locale)], macro)(arg)).strip()
+        return str(self._macros[(channel, locale, macro)](arg)).strip()
 
 
 def _call(fn: Any, macro: str, v: dict[str, Any]) -> None:

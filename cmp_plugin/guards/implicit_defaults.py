@@ -333,5 +333,7 @@ class ImplicitDefaultsGuard(GuardBase):
                 f"{keys} resource switch(es) rely on chart defaults this environment does not set ({why})",
                 details=[f.describe() for f in refused],
                 fix="set each key in this environment's values file (even to the chart's current default) to pin it",
+                # a finding is a key this environment does not set: it relies on the chart default
+                gating=list({f.gate.key: (f.gate.key, "chart-default", f.where()) for f in refused}.values()),
             )
         return [summary_line(found)] if found else []

@@ -71,7 +71,7 @@ class ShrinkGuard(GuardBase):
                 f"driftguard: warning: {len(removed)} removals approved for revision {job.env.revision[:12]} by {baseline.APPROVE_ANNOTATION}"
             ]
         findings = ctx.notes.get(NOTE)
-        explained = _explain(removed, findings if isinstance(findings, list) else [])
+        explained, gating = _explain(removed, findings if isinstance(findings, list) else [])
         details = [
             f"{k}{explained.get(k, '')}" for k in (hits + [k for k in removed if k not in hits])[:SHOWN]
         ]
@@ -82,21 +82,36 @@ class ShrinkGuard(GuardBase):
             details.append(
                 f"the approval on the Application is for revision {base.approval[:12]}, not {job.env.revision[:12] or 'this one'}"
             )
-        return _refuse(self.name, len(removed), len(base.keys), "; ".join(reasons), details, job.env.revision)
+        return _refuse(
+            self.name, len(removed), len(base.keys), "; ".join(reasons), details, job.env.revision, gating
+        )
 
 
-def _refuse(name: str, count: int, total: int, why: str, details: list[str], revision: str) -> list[str]:
+def _refuse(
+    name: str,
+    count: int,
+    total: int,
+    why: str,
+    details: list[str],
+    revision: str,
+    gating: list[tuple[str, str, str]],
+) -> list[str]:
     raise GuardRefusal(
         name,
         f"the render would prune {count} of {total} resources the Application manages ({why})",
         details=details,
         fix=f"if this is intended, annotate the Application: {baseline.APPROVE_ANNOTATION}={revision or '<revision>'} (approves exactly this revision)",
+        gating=gating,
     )
 
 
-def _explain(removed: list[ResourceKey], findings: list[Finding]) -> dict[ResourceKey, str]:
-    """`` (hidden by the chart default of enabled)`` for removals that a hidden gate explains."""
+def _explain(
+    removed: list[ResourceKey], findings: list[Finding]
+) -> tuple[dict[ResourceKey, str], list[tuple[str, str, str]]]:
+    """`` (hidden by the chart default of enabled)`` for removals that a hidden gate explains, and
+    those gates as (key, origin, template:line) in the order they explain removals."""
     out: dict[ResourceKey, str] = {}
+    gating: dict[str, tuple[str, str, str]] = {}
     hidden = [f for f in findings if f.renders is False]
     for key in removed:
         for f in hidden:
@@ -104,8 +119,11 @@ def _explain(removed: list[ResourceKey], findings: list[Finding]) -> dict[Resour
             if key.kind in kinds or not kinds:
                 origin = "the chart default" if not f.explicit else "this environment's value"
                 out[key] = f"  <- hidden by {origin} of {f.gate.key} ({f.gate.file}:{f.gate.line})"
+                gating.setdefault(
+                    f.gate.key, (f.gate.key, "value" if f.explicit else "chart-default", f.where())
+                )
                 break
-    return out
+    return out, list(gating.values())
 
 
 class _Lookup(threading.Thread):

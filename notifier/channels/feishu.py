@@ -9,7 +9,9 @@ bad request, 19024 keyword check ...) is permanent, dead-lettered with its code 
 
 Cards use JSON 2.0 (``schema: "2.0"``, ``body.elements``, the ``markdown`` component, which
 renders inline code and lists); the header colour follows severity; a button opens the
-Application in Argo CD. The request body, signing fields included, stays under 20 KB: the card
+Application in Argo CD and a second one the first resource listed (the Argo CD UI's ``?node=``
+selection, notifier/digest.py ``resource_link``). The cause of a prune set (a refused render and
+its gating key, driftguard/cause.py) sits below the list and is never cut. The request body, signing fields included, stays under 20 KB: the card
 is measured after rendering and items past that are counted in the "more" line.
 """
 
@@ -94,7 +96,7 @@ class FeishuChannel:
                     title, view["severity"], [_md(body)], view.get("link") or "", self._t("button", e)
                 )
             return card
-        d = digest(view, tz=self.tz, now=now or datetime.now(UTC))
+        d = digest(view, tz=self.tz, now=now or datetime.now(UTC), locale=self.locale)
         e = escaped(d, feishu_md)
         if kind == RESOLVE:
             return _card(
@@ -107,15 +109,20 @@ class FeishuChannel:
         title = _line(self._t("title", d))
         lines = [self._t(macro, item) for macro, item in items(e)]
         head, todo, button = self._t("facts", e), self._t("todo", e), self._t("button", e)
+        cause = self._t("cause", e)  # right below the prune summary, never cut: it says why
+        # the button is plain text: the raw digest, one line (no markdown to escape)
+        extra = (_line(self._t("resource_button", d)), d["resource_link"]) if d["resource_link"] else None
 
         def build(k: int) -> dict[str, Any]:
             elements = [_md(head), {"tag": "hr"}]
             if k:
                 elements.append(_md("\n".join(lines[:k])))
             elements.append(_md(self._t("more", left_out(d, k))))
+            if cause:
+                elements.append(_md(cause))
             if todo:
                 elements.append(_md(todo))
-            return _card(title, d["severity"], elements, d["link"], button)
+            return _card(title, d["severity"], elements, d["link"], button, extra)
 
         return build(largest(min(len(lines), MAX_ITEMS), lambda k: size(build(k)) <= MAX_BYTES - SIGN_MARGIN))
 
@@ -158,17 +165,29 @@ def _md(text: str) -> dict[str, Any]:
     return {"tag": "markdown", "content": text}
 
 
-def _card(title: str, severity: str, elements: list[dict[str, Any]], link: str, label: str) -> dict[str, Any]:
+def _button(label: str, link: str, kind: str) -> dict[str, Any]:
+    return {
+        "tag": "button",
+        "text": {"tag": "plain_text", "content": label or "Argo CD"},
+        "type": kind,
+        "behaviors": [{"type": "open_url", "default_url": link}],
+    }
+
+
+def _card(
+    title: str,
+    severity: str,
+    elements: list[dict[str, Any]],
+    link: str,
+    label: str,
+    resource: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """``resource``: (label, link) of a second button, to the first resource listed."""
     body = list(elements)
     if link:
-        body.append(
-            {
-                "tag": "button",
-                "text": {"tag": "plain_text", "content": label or "Argo CD"},
-                "type": "primary",
-                "behaviors": [{"type": "open_url", "default_url": link}],
-            }
-        )
+        body.append(_button(label, link, "primary"))
+    if link and resource:
+        body.append(_button(resource[0], resource[1], "default"))
     return {
         "msg_type": "interactive",
         "card": {

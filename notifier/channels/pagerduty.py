@@ -10,7 +10,9 @@ that alert's log (its title stays the first trigger's summary). One key per app 
 incident per drift episode, resolved when the app matches Git again; every trigger's summary
 leads with the newest change (changes are ordered newest first) and ``custom_details.newest``
 names it with its time, so the newest log entry of the open incident is always the current
-drift. HTTP 202 is success; 400 is permanent (a malformed event); 429 and 5xx retry.
+drift. ``custom_details.cause`` says why a prune set is there when Argo CD knows (a refused render
+and its gating key: driftguard/cause.py); ``links`` add the first resource listed in the Argo CD
+UI. HTTP 202 is success; 400 is permanent (a malformed event); 429 and 5xx retry.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class PagerDutyChannel:
         if kind == RESOLVE:
             return {"event_action": "resolve", "dedup_key": key}
         details: dict[str, Any]
+        resource_links: list[dict[str, str]] = []
         if kind == NOTICE:
             title = self.templates.render("pagerduty", self.locale, "notice_title", view)
             body = self.templates.render("pagerduty", self.locale, "notice_body", view)
@@ -97,10 +100,15 @@ class PagerDutyChannel:
             summary = _summary(fallback_text(view, self.locale))
             details = {"app": view["app"], "reason": short(view["reason"], 4000)}
         else:
-            d = digest(view, tz=self.tz, now=now or datetime.now(UTC))
+            d = digest(view, tz=self.tz, now=now or datetime.now(UTC), locale=self.locale)
             summary = _summary(self.templates.render("pagerduty", self.locale, "title", d))
             details = self._details(view, d, summary)
             view = {**view, "severity": d["severity"]}
+            if view.get("link") and d["resource_link"]:
+                label = " ".join(
+                    self.templates.render("pagerduty", self.locale, "resource_button", d).split()
+                )
+                resource_links = [{"href": d["resource_link"], "text": short(label, 255)}]
         event: dict[str, Any] = {
             "event_action": "trigger",
             "dedup_key": key,
@@ -116,7 +124,7 @@ class PagerDutyChannel:
             },
         }
         if view.get("link"):
-            event["links"] = [{"href": view["link"], "text": "Argo CD"}]
+            event["links"] = [{"href": view["link"], "text": "Argo CD"}, *resource_links]
             event["client_url"] = view["link"]
         return event
 
@@ -155,13 +163,20 @@ class PagerDutyChannel:
             if line.strip()
         ]
         head = d["headline"]
+        cause = (
+            {**d["cause"], "text": self.templates.render("pagerduty", self.locale, "cause", d)}
+            if d["cause"]
+            else None
+        )
 
         def build(k: int) -> dict[str, Any]:
             shown = rows[:k]
             return {
                 "app": view["app"],
-                "actor": view.get("who", ""),  # the person behind the newest human drift (issue 21)
+                # the person behind the newest human drift (issue 21), in the channel's locale and zone
+                "actor": d["who"],
                 "newest": summary,
+                "cause": cause,
                 "newest_at": f"{head['when']['at']} {head['when']['zone']}" if head and head["when"] else "",
                 "what_to_do": todo,
                 "kinds": [r for r in shown if "count" in r],

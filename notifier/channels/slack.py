@@ -49,6 +49,11 @@ def _header(text: str) -> dict[str, Any]:
     }
 
 
+def _button(label: str, url: str) -> dict[str, Any]:
+    """Block Kit button: text at most 75 characters, url at most 3,000."""
+    return {"type": "button", "text": {"type": "plain_text", "text": _cut(label, 75)}, "url": url[:3000]}
+
+
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
@@ -116,7 +121,7 @@ class SlackChannel:
                 "text": _cut(slack_text(title), MAX_TEXT),
                 "blocks": [_header(title), _section(_cut_lines(text))],
             }
-        d = digest(view, tz=self.tz, now=now or datetime.now(UTC))
+        d = digest(view, tz=self.tz, now=now or datetime.now(UTC), locale=self.locale)
         e = escaped(d, slack_code)
         if kind == RESOLVE:
             text = _cut_lines(self._t("resolved", e))
@@ -127,20 +132,15 @@ class SlackChannel:
         title = self._t("title", d)
         lines = [self._t(macro, item) for macro, item in items(e)]
         facts, todo = _cut_lines(self._t("facts", e)), _cut_lines(self._t("todo", e))
-        tail: list[dict[str, Any]] = [_section(todo)] if todo else []
+        cause = _cut_lines(self._t("cause", e))  # below the list, never cut away: it says why
+        tail: list[dict[str, Any]] = [_section(cause)] if cause else []
+        if todo:
+            tail.append(_section(todo))
         if d["link"]:
-            tail.append(
-                {
-                    "type": "actions",
-                    "elements": [
-                        {
-                            "type": "button",
-                            "text": {"type": "plain_text", "text": _cut(self._t("button", e), 75)},
-                            "url": d["link"],
-                        }
-                    ],
-                }
-            )
+            buttons = [_button(self._t("button", e), d["link"])]
+            if d["resource_link"]:  # plain text: the raw digest's words, one line
+                buttons.append(_button(" ".join(self._t("resource_button", d).split()), d["resource_link"]))
+            tail.append({"type": "actions", "elements": buttons})
 
         def build(k: int) -> list[dict[str, Any]]:
             more = _section(_cut_lines(self._t("more", left_out(d, k))))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from driftguard.cause import CHART_DEFAULT, REFUSED, Cause, GatingKey, parse_condition
 from standins import processes
 from standins.argo_api import FakeArgo, application, kubeconfig, serve
 
@@ -23,6 +24,17 @@ from .conftest import cmp_env, run_cmp
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gitops"
+
+
+def as_argocd_condition(stderr: str) -> str:
+    """The ComparisonError message Argo CD v3.5 makes of a failed generate: cmpserver/plugin/plugin.go
+    (``CmdError``: the command, ``failed exit status N``, the trimmed stderr), wrapped by
+    reposerver/repository/repository.go and controller/state.go."""
+    return (
+        "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown"
+        " desc = error generating manifests in cmp: rpc error: code = Unknown desc = error generating"
+        " manifests: `driftguard-cmp generate` failed exit status 3: " + stderr.strip()
+    )
 
 
 def git(repo: Path, *args: str) -> str:
@@ -145,6 +157,18 @@ def test_generate_refuses_the_implicit_default_in_refuse_mode(gitops: tuple[Path
         "Deployment payment-production; not set here, chart default true"
     )
     assert not any("service.enabled" in line for line in lines)  # production sets that one
+    # the line the notifier quotes as the cause of the prune set (driftguard/cause.py), before the fix
+    assert lines[-2:] == [
+        "driftguard: gating key `enabled` relies on the chart default (templates/deployment.yaml:1)",
+        "fix: set each key in this environment's values file (even to the chart's current default) to pin it",
+    ]
+    cause = parse_condition(as_argocd_condition(proc.stderr))
+    assert cause == Cause(
+        REFUSED,
+        "1 resource switch(es) rely on chart defaults this environment does not set (refuse mode)",
+        "implicit-defaults",
+        (GatingKey("enabled", CHART_DEFAULT, "templates/deployment.yaml:1"),),
+    )
     # staging sets it: the same chart renders there
     staging = production_env(repo, "refuse")
     staging["ARGOCD_APP_PARAMETERS"] = json.dumps(
@@ -160,6 +184,14 @@ def test_generate_refuses_the_implicit_default_in_refuse_mode(gitops: tuple[Path
     after = run_cmp(repo / "charts/payment", production_env(repo, "refuse"), "generate")
     assert after.returncode == 3 and after.stderr.startswith("driftguard: refused by shrink:")
     assert "hidden by the chart default of enabled (templates/deployment.yaml:1)" in after.stderr
+    assert (
+        "driftguard: gating key `enabled` relies on the chart default (templates/deployment.yaml:1)"
+        in after.stderr.splitlines()
+    )
+    cause = parse_condition(as_argocd_condition(after.stderr))
+    assert cause is not None and (cause.kind, cause.guard) == (REFUSED, "shrink")
+    assert cause.reason.startswith("the render would prune 1 of ")
+    assert cause.keys == (GatingKey("enabled", CHART_DEFAULT, "templates/deployment.yaml:1"),)
 
 
 def test_warn_mode_prints_one_line_and_explicit_keys_refuse(gitops: tuple[Path, str, str]) -> None:

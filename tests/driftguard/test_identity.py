@@ -125,6 +125,29 @@ def test_the_actor_line() -> None:
     assert who(manager="kubectl-edit", time=None) == "kubectl-edit"
 
 
+def test_the_actor_line_in_chinese_and_in_the_configured_zone() -> None:
+    from zoneinfo import ZoneInfo
+
+    zh = {"locale": "zh-CN"}
+    assert who(manager="kubectl-patch", time=T, user="alice@example.com", now=T + 180, **zh) == (
+        "由 alice@example.com 通过 kubectl-patch 修改，14:02:07（3 分钟前）"
+    )
+    assert who(manager="kubectl-patch", time=T, matched=False, now=T + 5, **zh) == (
+        "通过 kubectl-patch 修改，14:02:07（5 秒前）；未匹配到身份记录"
+    )
+    assert who(manager="kubectl-edit", time=T, now=T + 2 * 86400, **zh) == (
+        "通过 kubectl-edit 修改，2026-11-29 14:02:07（2 天前）"
+    )
+    assert who(manager="", time=None, **zh) == "修改（字段管理器未知）"
+    shanghai = ZoneInfo("Asia/Shanghai")
+    assert who(manager="kubectl-patch", time=T, now=T + 7200, tz=shanghai, **zh) == (
+        "通过 kubectl-patch 修改，22:02:07（2 小时前）"
+    )
+    assert (
+        who(manager="kubectl-patch", time=T, now=T + 60, tz=shanghai) == "kubectl-patch, 22:02:07 (1 min ago)"
+    )
+
+
 events = st.builds(
     ev,
     event_id=st.text(min_size=1, max_size=3),

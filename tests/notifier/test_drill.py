@@ -45,7 +45,7 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
     assert card["msg_type"] == "interactive" and card["card"]["schema"] == "2.0"
     assert card["card"]["header"]["template"] == "orange"  # human drift: error
     title = card["card"]["header"]["title"]["content"]
-    assert title.startswith("告警｜deepseek-inference：GPU 上限 2 → 4（经 kubectl-patch）"), title
+    assert title.startswith("告警｜deepseek-inference：GPU 上限 2 → 4（通过 kubectl-patch）"), title
     lines = "\n".join(
         e["content"] for e in card["card"]["body"]["elements"] if e["tag"] == "markdown"
     ).splitlines()
@@ -55,16 +55,20 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
     # on PostgreSQL the join is off (docs/identity.md) and says nothing
     unmatched = "（未匹配到身份记录）" if "sqlite" in request.node.name else ""
     assert gpu_line.startswith(
-        '- **Deployment** ai-serving/deepseek-inference · containers&#91;server&#93;.resources.limits&#91;"nvidia.com/gpu"&#93;：2 → **4** · 经 kubectl-patch 修改'
+        '- **Deployment** ai-serving/deepseek-inference · containers&#91;server&#93;.resources.limits&#91;"nvidia.com/gpu"&#93;：2 → **4** · 通过 kubectl-patch 修改'
         + unmatched
         + " · 2026-11-29 14:02 UTC（"
     ), gpu_line
     assert "操作者" not in "\n".join(lines)
     assert any(line.startswith("**处理建议（手动改动）**：") for line in lines)
-    button = card["card"]["body"]["elements"][-1]
+    button, resource = card["card"]["body"]["elements"][-2:]
     assert (
         button["behaviors"][0]["default_url"]
         == "https://argocd.example.com/applications/argocd/deepseek-inference"
+    )
+    assert resource["behaviors"][0]["default_url"] == (
+        "https://argocd.example.com/applications/argocd/deepseek-inference"
+        "?node=apps/Deployment/ai-serving/deepseek-inference/0"
     )
     # signed: timestamp + "\n" + secret as the HMAC key over an empty message
     assert card["sign"] == sign(int(card["timestamp"]), "feishu-signing-secret")

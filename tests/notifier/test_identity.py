@@ -54,9 +54,11 @@ def alerts_name(rx: receivers.Receivers, expected: str, source: str) -> None:
     lines = "\n".join(e["content"] for e in card["card"]["body"]["elements"] if e["tag"] == "markdown")
     user, manager = expected.split(" via ")[0], "kubectl-patch"
     gpu_line = next(line for line in lines.splitlines() if "nvidia.com/gpu" in line)
-    assert f"{user} 经 {manager} 修改" in gpu_line, gpu_line  # the person, then the tool they used
+    assert f"由 {user} 通过 {manager} 修改" in gpu_line, gpu_line  # the person, then the tool they used
     slack_text = json.dumps(slack[0].json(), ensure_ascii=False)
-    assert f"`{user}` via `{manager}`" in slack_text or f"`{user}` 经 `{manager}`" in slack_text, slack_text
+    assert f"`{user}` via `{manager}`" in slack_text or f"由 `{user}` 通过 `{manager}`" in slack_text, (
+        slack_text
+    )
     event = pd[0].json()
     assert event["payload"]["custom_details"]["actor"].startswith(expected)
     assert f"{user} via {manager}" in event["payload"]["summary"]
@@ -178,7 +180,10 @@ def test_no_identity_record_matched_says_so(
     )
     deliver(idapp, notification())
     text = json.dumps(rx.on("/slack")[0].json())
-    said = ("via `kubectl-patch` (no identity record matched)", "经 `kubectl-patch` 修改（未匹配到身份记录）")
+    said = (
+        "via `kubectl-patch` (no identity record matched)",
+        "通过 `kubectl-patch` 修改（未匹配到身份记录）",
+    )
     assert any(s in text for s in said), text
     assert stamp[11:16] in text  # the field manager's time stays
     assert "alice@example.com" not in text

@@ -16,6 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from driftguard.cause import (
+    CHART_DEFAULT,
+    FAILED,
+    VALUE,
+    Cause,
+    GatingKey,
+    cause_from_application,
+    gating_line,
+    refusal_headline,
+)
 from driftguard.diff import FieldChange, ListSeg
 from driftguard.drift import HUMAN, MISSING, PRUNE_CANDIDATE, Actor, Classified, ResourceDrift
 from driftguard.manifests import ResourceKey
@@ -125,8 +135,41 @@ def long_name() -> DriftReport:
     return DriftReport(app(name), [ResourceDrift(key, "modified", [change])])
 
 
+def refusal(reason: str, *gating: GatingKey, guard: str = "shrink") -> Cause:
+    """The cause as the notifier reads it from the ComparisonError Argo CD makes of the CMP's stderr."""
+    stderr = "\n".join(
+        [
+            refusal_headline(guard, reason),
+            "  Deployment.apps shop/api  <- hidden by the chart default of enabled (templates/deployment.yaml:1)",
+            *map(gating_line, gating),
+            "fix: annotate the Application",
+        ]
+    )
+    message = (
+        "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown"
+        " desc = error generating manifests in cmp: rpc error: code = Unknown desc = error generating"
+        " manifests: `driftguard-cmp generate` failed exit status 3: " + stderr
+    )
+    cause = cause_from_application(
+        {"status": {"conditions": [{"type": "ComparisonError", "message": message}]}}
+    )
+    assert cause is not None
+    return cause
+
+
+def refused_prune() -> DriftReport:
+    """The seed prune when the CMP refused the render: Argo CD has no target, everything live is a prune candidate."""
+    report = seed_prune()
+    report.cause = refusal(
+        "the render would prune 1638 of 1638 resources the Application manages (1638 > max-prune-count 10)",
+        GatingKey("enabled", CHART_DEFAULT, "templates/deployment.yaml:1"),
+    )
+    return report
+
+
 CASES = {
     "seed-prune": seed_prune,
+    "refused-prune": refused_prune,
     "sixty-changes": sixty_changes,
     "injection": injected,
     "long-name": long_name,
@@ -175,6 +218,9 @@ def check_limits(kind: str, body: bytes, report: DriftReport | None = None) -> d
     elif kind == "slack":
         blocks = msg["blocks"]
         assert len(blocks) <= 50
+        for b in blocks:
+            for e in b.get("elements", []):
+                assert len(e["text"]["text"]) <= 75 and len(e["url"]) <= 3000
         for b in blocks:
             if b["type"] == "header":
                 assert len(b["text"]["text"]) <= 150
@@ -405,6 +451,168 @@ def test_times_follow_the_configured_zone_with_the_age() -> None:
     assert "2026-11-29 22:02 CST（3 分钟前）" in _markdown(payload)
 
 
+def _plain(msg: dict[str, Any]) -> str:
+    return str(msg["payload"]["custom_details"]["cause"]["text"])
+
+
+def test_a_refused_render_is_named_as_the_cause_below_the_prune_summary_in_every_channel(
+    rx: Receivers,
+) -> None:
+    en = send_all(rx, refused_prune(), "en")
+    text = _markdown(en["feishu"])
+    assert (
+        "**Cause**: render refused by driftguard (shrink guard): the render would prune 1638 of 1638 resources"
+        " the Application manages &#40;1638 &gt; max-prune-count 10&#41;; gating key **enabled** relies on the"
+        " chart default (templates/deployment.yaml:1). Argo CD syncs and prunes nothing until the render"
+        " passes" in text
+    )
+    # near the prune summary: after the kinds (and the "more" line), before what to do
+    assert text.index("**412 Deployment**") < text.index("**Cause**") < text.index("**What to do")
+    slack = _sections(en["slack"])
+    assert (
+        "*Cause*: render refused by driftguard (`shrink` guard): `the render would prune 1638 of 1638"
+        " resources the Application manages (1638 &gt; max-prune-count 10)`; gating key `enabled` relies on"
+        " the chart default (`templates/deployment.yaml:1`)." in slack
+    )
+    assert slack.index("`Deployment`") < slack.index("*Cause*") < slack.index("*What to do")
+    pd = en["pagerduty"]["payload"]
+    assert pd["summary"].endswith("; render refused by driftguard (shrink)")
+    cause = pd["custom_details"]["cause"]
+    assert (cause["kind"], cause["guard"]) == ("render-refused", "shrink")
+    assert cause["gating"] == [
+        {"key": "enabled", "origin": "chart-default", "where": "templates/deployment.yaml:1"}
+    ]
+    assert _plain(en["pagerduty"]).startswith(
+        "render refused by driftguard (shrink guard): the render would prune 1638 of 1638 resources"
+    )
+    assert "gating key `enabled` relies on the chart default (templates/deployment.yaml:1)" in _plain(
+        en["pagerduty"]
+    )
+    rx.captured.clear()
+    zh = send_all(rx, refused_prune(), "zh-CN")
+    assert (
+        "**原因**：driftguard 拒绝了本次渲染（shrink 检查未通过）：" in _markdown(zh["feishu"])
+        and "；values 键 **enabled** 本环境没有设置，沿用了 chart 默认值（templates/deployment.yaml:1）。"
+        "在渲染通过之前，Argo CD 不会同步，也不会清理任何资源"
+        in _markdown(zh["feishu"])
+    )
+    assert "；values 键 `enabled` 本环境没有设置，沿用了 chart 默认值（`templates/deployment.yaml:1`）" in (
+        _sections(zh["slack"])
+    )
+    assert zh["pagerduty"]["payload"]["summary"].endswith("；driftguard 拒绝了渲染（shrink）")
+    assert _plain(zh["pagerduty"]).startswith("driftguard 拒绝了本次渲染（shrink 检查未通过）：")
+
+
+def test_another_manifest_failure_is_the_cause_too_and_no_cause_says_nothing() -> None:
+    report = seed_prune()
+    report.cause = Cause(FAILED, "helm template: chart requires kubeVersion >=1.33")
+    v = view(report, link=LINK + "seed")
+    text = _markdown(OFFLINE["en"]["feishu"].payload(v, kind="alert"))
+    assert "**Cause**: Argo CD could not generate the manifests: helm template: chart requires" in text
+    slack = _sections(OFFLINE["zh-CN"]["slack"].payload(v, kind="alert"))
+    assert "*原因*：Argo CD 无法生成清单：`helm template: chart requires kubeVersion &gt;=1.33`" in slack
+    pd = OFFLINE["en"]["pagerduty"].payload(v, kind="alert")["payload"]
+    assert pd["summary"].endswith("; manifest generation failed")
+    plain = view(seed_prune(), link=LINK + "seed")
+    assert "Cause" not in _markdown(OFFLINE["en"]["feishu"].payload(plain, kind="alert"))
+    assert "Cause" not in _sections(OFFLINE["en"]["slack"].payload(plain, kind="alert"))
+    assert (
+        OFFLINE["en"]["pagerduty"].payload(plain, kind="alert")["payload"]["custom_details"]["cause"] is None
+    )
+
+
+def test_injection_strings_in_the_cause_stay_text_in_every_channel(rx: Receivers) -> None:
+    """A tenant writes the chart and the values: the guard's reason, key and template name are theirs."""
+    report = seed_prune()
+    report.cause = refusal(
+        " ".join(INJECTION),
+        GatingKey(INJECTION[0] + INJECTION[1], CHART_DEFAULT, INJECTION[3]),
+        GatingKey(INJECTION[2], VALUE, "templates/x.yaml:2"),
+    )
+    assert len(report.cause.keys) == 2
+    for locale in ("zh-CN", "en"):
+        rx.captured.clear()
+        msgs = send_all(rx, report, locale)
+        card = json.dumps(msgs["feishu"]["card"]["body"], ensure_ascii=False)
+        assert "<at" not in card and "](" not in card and "https://evil.example" not in card
+        assert "&lt;at id=all&gt;&lt;/at&gt;&#91;点我&#93;&#40;https:\u200b//evil.example&#41;" in card
+        assert "`rm" not in card and "*bold*" not in card and "<!channel>" not in card
+        for block in msgs["slack"]["blocks"]:
+            if block["type"] != "section":
+                continue
+            for line in block["text"]["text"].split("\n"):
+                assert line.count("`") % 2 == 0, line
+                for piece in line.split("`")[0::2]:  # outside code spans
+                    assert "<" not in piece and "evil" not in piece and "bold" not in piece, line
+        assert "`&lt;!channel&gt; &lt;https:\u200b//evil.example|click&gt; &amp;amp;`" in _sections(
+            msgs["slack"]
+        )
+        assert "<" not in msgs["slack"]["text"]
+        pd = msgs["pagerduty"]["payload"]
+        assert "<at id=all></at>" in _plain(msgs["pagerduty"])  # plain text: PagerDuty renders no markup
+        assert len(pd["summary"]) <= 1024
+
+
+def test_a_button_opens_the_first_resource_listed_in_the_argo_cd_ui(rx: Receivers) -> None:
+    """ui/src/app/applications/components/application-details/application-details.tsx: ?node=<nodeKey>/<container>."""
+    msgs = send_all(rx, seed_prune(), "en")
+    pvc = LINK + "seed?node=/PersistentVolumeClaim/shop/persistentvolumeclaim-0000/0"  # the core group is ""
+    app_button, resource = msgs["feishu"]["card"]["body"]["elements"][-2:]
+    assert app_button["behaviors"][0]["default_url"] == LINK + "seed"
+    assert resource["behaviors"][0]["default_url"] == pvc
+    assert resource["text"]["content"] == "Open PersistentVolumeClaim shop/persistentvolumeclaim-0000"
+    [actions] = [b for b in msgs["slack"]["blocks"] if b["type"] == "actions"]
+    assert [e["url"] for e in actions["elements"]] == [LINK + "seed", pvc]
+    assert msgs["pagerduty"]["links"][1] == {
+        "href": pvc,
+        "text": "Argo CD: PersistentVolumeClaim shop/persistentvolumeclaim-0000",
+    }
+    assert msgs["pagerduty"]["client_url"] == LINK + "seed"
+    # field changes only: the newest change's resource; cluster text is percent-encoded, never raw
+    key = ResourceKey("example.com", "Widget", "shop", "a&b=c#d")
+    odd = DriftReport(
+        app(),
+        [ResourceDrift(key, "modified", [Classified(key, FieldChange("/spec/x", "replace", 1, 2), HUMAN)])],
+    )
+    payload = OFFLINE["zh-CN"]["feishu"].payload(view(odd, link=LINK + "shop"), kind="alert")
+    resource = payload["card"]["body"]["elements"][-1]
+    assert (
+        resource["behaviors"][0]["default_url"] == LINK + "shop?node=example.com/Widget/shop/a%26b%3Dc%23d/0"
+    )
+    assert resource["text"]["content"] == "查看 Widget shop/a&b=c#d"
+    # no Argo CD URL configured: no buttons at all
+    bare = OFFLINE["en"]["slack"].payload(view(odd), kind="alert")
+    assert not [b for b in bare["blocks"] if b["type"] == "actions"]
+
+
+def test_the_actor_line_reads_as_chinese_in_zh_cn_and_stays_english_in_en() -> None:
+    from datetime import UTC, datetime
+
+    key = ResourceKey("apps", "Deployment", "ai", "deepseek-inference")
+    person = Actor("kubectl-patch", "Update", "2026-11-29T14:02:07Z", user="alice@example.com", matched=True)
+    nobody = Actor("kubectl-edit", "Update", "2026-11-29T13:02:07Z", matched=False)
+    changes = [
+        Classified(key, FieldChange("/spec/replicas", "replace", 2, 4), HUMAN, person),
+        Classified(key, FieldChange("/spec/paused", "replace", False, True), HUMAN, nobody),
+    ]
+    v = view(DriftReport(app("deepseek-inference"), [ResourceDrift(key, "modified", changes)]))
+    now = datetime(2026, 11, 29, 14, 5, 7, tzinfo=UTC)
+    zh = OFFLINE["zh-CN"]["pagerduty"].payload(v, kind="alert", now=now)["payload"]["custom_details"]
+    assert zh["actor"] == "由 alice@example.com 通过 kubectl-patch 修改，14:02:07（3 分钟前）"
+    en = OFFLINE["en"]["pagerduty"].payload(v, kind="alert", now=now)["payload"]["custom_details"]
+    assert en["actor"] == "alice@example.com via kubectl-patch, 14:02:07 (3 min ago)"
+    card = _markdown(OFFLINE["zh-CN"]["feishu"].payload(v, kind="alert", now=now))
+    assert "· 由 alice@example.com 通过 kubectl-patch 修改 · 2026-11-29 14:02 UTC（3 分钟前）" in card
+    assert "· 通过 kubectl-edit 修改（未匹配到身份记录） · 2026-11-29 13:02 UTC（1 小时前）" in card
+    slack = _sections(OFFLINE["zh-CN"]["slack"].payload(v, kind="alert", now=now))
+    assert "· 由 `alice@example.com` 通过 `kubectl-patch` 修改 ·" in slack
+    assert "· 通过 `kubectl-edit` 修改（未匹配到身份记录）" in slack and "`-`" not in slack
+    # only the field manager known: the field-manager-only form
+    only = view(DriftReport(app(), [ResourceDrift(key, "modified", changes[1:])]))
+    zh_only = OFFLINE["zh-CN"]["pagerduty"].payload(only, kind="alert", now=now)["payload"]["custom_details"]
+    assert zh_only["actor"] == "通过 kubectl-edit 修改，13:02:07（1 小时前）；未匹配到身份记录"
+
+
 # --- the property test: every size and shape, every channel and locale --------------------------
 
 KINDS = ("Deployment", "Service", "ConfigMap", "PersistentVolumeClaim", "Namespace", "StatefulSet", "Widget")
@@ -449,7 +657,16 @@ def reports(draw: Any) -> DriftReport:
             for _ in range(draw(st.integers(1, 40)))
         ]
         drifts.append(ResourceDrift(key, "modified", changes))
-    return DriftReport(app(draw(names)), drifts)
+    cause = draw(
+        st.none()
+        | st.builds(
+            lambda reason, keys: refusal(reason or "r", *keys),
+            texts,
+            st.lists(st.builds(GatingKey, texts, st.sampled_from([CHART_DEFAULT, VALUE]), texts), max_size=5),
+        )
+        | st.builds(lambda reason: Cause(FAILED, reason), texts)
+    )
+    return DriftReport(app(draw(names)), drifts, cause)
 
 
 def _truth(d_report: DriftReport, text: str, item: re.Pattern[str], group: re.Pattern[str]) -> None:
@@ -479,6 +696,13 @@ def test_every_report_fits_every_channel_and_the_more_line_is_true(report: Drift
             payload = ch.payload(v, kind="alert")
             body = ch.prepare(payload).body  # signing fields included
             msg = check_limits(name, body, report)
+            cause = report.cause is not None and bool(report.cause.reason or report.cause.guard)
+            if name == "feishu":
+                assert ("**Cause**" in _markdown(msg) or "**原因**" in _markdown(msg)) == cause
+            elif name == "slack":
+                assert ("*Cause*" in _sections(msg) or "*原因*" in _sections(msg)) == cause
+            else:
+                assert (msg["payload"]["custom_details"]["cause"] is not None) == cause
             if locale != "en":
                 continue
             if name == "feishu":
@@ -522,3 +746,33 @@ def test_a_notice_with_a_huge_hostile_message_fits_and_stays_text(event: str) ->
                 assert "<at" not in _markdown(msg)
             if name == "slack":
                 assert "<at" not in _sections(msg)
+
+
+def test_the_render_refused_notice_quotes_the_gating_key_past_the_first_lines() -> None:
+    from notifier.notices import notice_for
+    from standins.argo_api import application
+
+    stderr = "\n".join(
+        [
+            refusal_headline("shrink", "the render would prune 12 of 12 resources the Application manages"),
+            *[
+                f"  Deployment.apps shop/api-{i}  <- hidden by the chart default of enabled"
+                for i in range(12)
+            ],
+            gating_line(GatingKey("enabled", CHART_DEFAULT, "templates/deployment.yaml:1")),
+            "fix: annotate the Application",
+        ]
+    )
+    refused = application("shop", sync="Unknown")
+    refused["status"]["conditions"] = [
+        {"type": "ComparisonError", "message": "Failed to load target state: " + stderr}
+    ]
+    n = notice_for("on-render-refused", refused, app(), body={}, link=LINK + "shop")
+    assert "gating key" not in n["message"]  # past the first lines Argo CD's message is cut
+    assert n["lines"] == [
+        "driftguard: gating key `enabled` relies on the chart default (templates/deployment.yaml:1)"
+    ]
+    for name, ch in OFFLINE["zh-CN"].items():
+        msg = check_limits(name, ch.prepare(ch.payload(n, kind="notice")).body)
+        text = json.dumps(msg, ensure_ascii=False)
+        assert "enabled" in text and "relies on the chart default" in text, name

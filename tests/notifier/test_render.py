@@ -204,3 +204,31 @@ def _without_change(template: str) -> str:
     start = template.index("{% macro change(f) %}")
     end = template.index("{% endmacro %}", start) + len("{% endmacro %}")
     return template[:start] + template[end:]
+
+
+def _without(template: str, macro: str) -> str:
+    start = template.index("{% macro " + macro + "(")
+    end = template.index("{% endmacro %}", start) + len("{% endmacro %}")
+    return template[:start] + template[end:]
+
+
+def test_an_override_older_than_the_cause_and_resource_button_macros_starts_with_the_stock_ones(
+    tmp_path: Path,
+) -> None:
+    stock = (Path(__file__).parents[2] / "notifier" / "templates" / "feishu.en.j2").read_text()
+    older = _without(_without(stock, "cause"), "resource_button").replace(
+        "Open in Argo CD", "Argo CD, please"
+    )
+    (tmp_path / "feishu.en.j2").write_text(older)
+    templates = Templates(str(tmp_path))
+    from driftguard.cause import Cause
+
+    d = digest(view(DriftReport(AppInfo("x"), cause=Cause("render-refused", "helm rendered 0", "empty"))))
+    assert templates.render("feishu", "en", "button", d) == "Argo CD, please"  # the override's own
+    assert templates.render("feishu", "en", "cause", d).startswith(
+        "**Cause**: render refused by driftguard (empty guard): helm rendered 0"
+    )
+    # a macro the override must have still stops start-up when it is missing
+    (tmp_path / "feishu.en.j2").write_text(_without(older, "todo"))
+    with pytest.raises(ConfigError, match=r"feishu\.en\.j2 is broken: AttributeError: no macro todo"):
+        Templates(str(tmp_path))

@@ -259,3 +259,59 @@ def test_the_drill_with_a_missing_service_and_an_orphan_configmap_alerts_on_all_
         "missing",
         "prune-candidate",
     }
+
+
+# What the CMP prints when the shrink guard refuses (tests/cmp_plugin/test_incident.py pins these
+# lines against the real driftguard-cmp), wrapped as Argo CD v3.5 stores it in the ComparisonError
+# (cmpserver/plugin/plugin.go CmdError, reposerver/repository/repository.go, controller/state.go).
+REFUSED_CONDITION = (
+    "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown"
+    " desc = error generating manifests in cmp: rpc error: code = Unknown desc = error generating manifests:"
+    " `driftguard-cmp generate` failed exit status 3: driftguard: refused by shrink: the render would prune"
+    " 4 of 4 resources the Application manages (1 of a protected kind (PersistentVolumeClaim))\n"
+    "  Deployment.apps shop/api-0  <- hidden by the chart default of enabled (templates/deployment.yaml:1)\n"
+    "  baseline: the cluster (Application status)\n"
+    "driftguard: gating key `enabled` relies on the chart default (templates/deployment.yaml:1)\n"
+    "fix: if this is intended, annotate the Application: driftguard.io/approve-prune=<revision>"
+)
+
+
+def test_a_prune_set_from_a_refused_render_carries_its_cause_through_the_service(
+    service: tuple[str, subprocess.Popen[bytes]], argo: FakeArgo, rx: Receivers
+) -> None:
+    """Argo CD without a target (the render refused) marks everything live for pruning: the alert says why."""
+    from standins.argo_api import application
+    from standins.drill import managed_item
+
+    app = application("app-gone", sync="Unknown", dest_namespace="shop")
+    app["status"]["conditions"] = [{"type": "ComparisonError", "message": REFUSED_CONDITION}]
+    argo.put(app)
+    live = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"api-{i}", "namespace": "shop"}}
+        for i in range(3)
+    ] + [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "shop"},
+        }
+    ]
+    argo.managed[("argocd", "app-gone")] = {"items": [managed_item(None, obj) for obj in live]}
+    assert _post(url_of(service), json.dumps(notification("app-gone"))).status_code == 202
+    assert _wait(lambda: len(rx.captured) == 3)
+    feishu = rx.on("/feishu")[0].json()["card"]
+    text = "\n".join(e["content"] for e in feishu["body"]["elements"] if e["tag"] == "markdown")
+    assert "**原因**：driftguard 拒绝了本次渲染（shrink 检查未通过）：the render would prune 4 of 4" in text
+    assert "values 键 **enabled** 本环境没有设置，沿用了 chart 默认值（templates/deployment.yaml:1）" in text
+    assert feishu["header"]["template"] == "red"  # a protected kind would go
+    urls = [e["behaviors"][0]["default_url"] for e in feishu["body"]["elements"] if e["tag"] == "button"]
+    assert urls[1].endswith("/applications/argocd/app-gone?node=/PersistentVolumeClaim/shop/data/0")
+    slack = "\n".join(
+        b["text"]["text"] for b in rx.on("/slack")[0].json()["blocks"] if b["type"] == "section"
+    )
+    assert "*Cause*: render refused by driftguard (`shrink` guard)" in slack
+    assert "gating key `enabled` relies on the chart default (`templates/deployment.yaml:1`)" in slack
+    pd = rx.on("/pagerduty")[0].json()["payload"]
+    assert pd["summary"].endswith("; render refused by driftguard (shrink)") and pd["severity"] == "critical"
+    assert pd["custom_details"]["cause"]["gating"][0]["key"] == "enabled"
+    assert "annotate" not in json.dumps(pd["custom_details"]["cause"])  # only the headline and the key lines

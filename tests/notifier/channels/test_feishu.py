@@ -42,12 +42,20 @@ def test_signed_interactive_card(rx: Receivers) -> None:
     )
     # the title carries the change and the field manager, not only "drift in <app>"
     assert card["header"]["title"]["content"] == (
-        "告警｜shop-api：镜像 registry.example.com/api:0 → registry.example.com/api:0-hotfix（经 kubectl-set）"
+        "告警｜shop-api：镜像 registry.example.com/api:0 → registry.example.com/api:0-hotfix（通过 kubectl-set）"
     )
-    button = card["body"]["elements"][-1]
-    assert button["tag"] == "button"
+    button, resource = card["body"]["elements"][-2:]
+    assert button["tag"] == "button" and button["type"] == "primary"
     assert button["behaviors"] == [
         {"type": "open_url", "default_url": "https://argocd.example.com/applications/argocd/shop-api"}
+    ]
+    # and the first resource listed, selected in the Argo CD UI (?node=group/kind/namespace/name/container)
+    assert resource["tag"] == "button" and resource["text"]["content"] == "查看 Deployment shop/api-0"
+    assert resource["behaviors"] == [
+        {
+            "type": "open_url",
+            "default_url": "https://argocd.example.com/applications/argocd/shop-api?node=apps/Deployment/shop/api-0/0",
+        }
     ]
 
 

@@ -47,7 +47,11 @@ def test_trigger_then_resolve_share_the_dedup_key(rx: Receivers) -> None:
     assert p["custom_details"]["changes"][0]["field_manager"] == "kubectl-set"
     assert p["custom_details"]["changes"][0]["readable"] == "containers[0].image"
     assert trigger["links"] == [
-        {"href": "https://argocd.example.com/applications/argocd/shop-api", "text": "Argo CD"}
+        {"href": "https://argocd.example.com/applications/argocd/shop-api", "text": "Argo CD"},
+        {
+            "href": "https://argocd.example.com/applications/argocd/shop-api?node=apps/Deployment/shop/api-0/0",
+            "text": "Argo CD: Deployment shop/api-0",
+        },
     ]
 
 
