@@ -25,8 +25,11 @@ of this uid that nobody else can write.
 
 Anything unexpected before the child has said it runs the render (no server, a stale socket, a
 server of another uid, a server whose code changed on disk, a child that cannot join the group, a
-slow answer) makes the caller render in-process, as without preloading; so preloading can make a
-render faster, never fail. The caller imports only ``os``, ``sys`` and ``_socket``.
+slow answer, a full backlog) makes the caller render in-process, as without preloading; so
+preloading can make a render faster, never fail. A new server is started only when nobody listens
+on the socket (a busy one is left alone). An exception the render does not catch ends the child
+as it ends the interpreter: the traceback, then exit 1. The caller imports only ``os``, ``sys``
+and ``_socket``.
 """
 
 from __future__ import annotations
@@ -127,8 +130,10 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
         sock.settimeout(HANDSHAKE_TIMEOUT)
         try:
             sock.connect(path)
-        except OSError:  # no server yet, or a socket left by one that is gone
+        except (FileNotFoundError, ConnectionRefusedError):  # no server yet, or one that is gone
             _start_server(path, environ)
+            return None
+        except OSError:  # a full backlog (EAGAIN), a timeout: the server is busy, not gone
             return None
         if _peer_uid(sock) != os.geteuid():
             return None  # someone else's socket: send it nothing
@@ -265,7 +270,9 @@ def serve(path: str) -> None:
     _warm()
     code = _code_files()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    # beside the socket (os.replace is atomic within a directory) and no longer than its name:
+    # every path _socket_path accepts must also fit here, in sun_path's 108 bytes
+    tmp = os.path.join(os.path.dirname(path), f"{os.getpid():x}.tmp")
     try:
         os.unlink(tmp)
     except FileNotFoundError:
@@ -378,7 +385,32 @@ def _child(conn: Socket) -> None:
 
     launch.limit_resources(sys.argv[1:], os.environ)
     early = launch.early_start(sys.argv[1:], os.environ)
-    cli.run(early=early, report=report)
+    try:
+        cli.run(early=early, report=report)  # exits the process itself
+    except SystemExit as exc:
+        code = _exit_status(exc)
+    except BaseException:  # what the interpreter does with an exception nobody caught
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    else:  # pragma: no cover - cli.run never returns
+        code = 1
+    for stream in (sys.stdout, sys.stderr):  # the interpreter flushes both as it exits
+        try:
+            stream.flush()
+        except Exception:  # noqa: S112 - a reader that went away: nothing more can be said
+            continue
+    report(code)
+    os._exit(code)
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """The status the interpreter exits with for ``exc`` (printing a message that is not a number)."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    sys.stderr.write(f"{exc.code}\n")
+    return 1
 
 
 if __name__ == "__main__":
