@@ -130,10 +130,10 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
         sock.settimeout(HANDSHAKE_TIMEOUT)
         try:
             sock.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError):  # no server yet, or one that is gone
-            _start_server(path, environ)
+        except (BlockingIOError, TimeoutError):  # a full backlog (EAGAIN): busy, not gone
             return None
-        except OSError:  # a full backlog (EAGAIN), a timeout: the server is busy, not gone
+        except OSError:  # no server yet, a socket left by one that is gone, a file in its place
+            _start_server(path, environ)
             return None
         if _peer_uid(sock) != os.geteuid():
             return None  # someone else's socket: send it nothing
