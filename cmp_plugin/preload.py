@@ -27,7 +27,9 @@ Anything unexpected before the child has said it runs the render (no server, a s
 server of another uid, a server whose code changed on disk, a child that cannot join the group, a
 slow answer, a full backlog) makes the caller render in-process, as without preloading; so
 preloading can make a render faster, never fail. A new server is started only when nobody listens
-on the socket (a busy one is left alone). An exception the render does not catch ends the child
+on the socket (a busy one is left alone) or when the one there is of another session (started by
+a ``generate`` run by hand, in a ``kubectl exec``): no child of it could join argocd-cmp-server's
+process groups, so it would serve nothing. An exception the render does not catch ends the child
 as it ends the interpreter: the traceback, then exit 1. The caller imports only ``os``, ``sys``
 and ``_socket``.
 """
@@ -87,11 +89,16 @@ def _socket_path(environ: Mapping[str, str]) -> str | None:
     return path if len(os.fsencode(path)) < 100 else None  # sun_path is 108 bytes
 
 
-def _peer_uid(sock: Socket) -> int:
+def _peer(sock: Socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end (SO_PEERCRED)."""
     import _socket
 
     cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
-    return int.from_bytes(cred[4:8], sys.byteorder)
+    return int.from_bytes(cred[0:4], sys.byteorder), int.from_bytes(cred[4:8], sys.byteorder)
+
+
+def _peer_uid(sock: Socket) -> int:
+    return _peer(sock)[1]
 
 
 def encode_request(umask: int, pgid: int, environ: Mapping[str, str]) -> bytes:
@@ -135,8 +142,15 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
         except OSError:  # no server yet, a socket left by one that is gone, a file in its place
             _start_server(path, environ)
             return None
-        if _peer_uid(sock) != os.geteuid():
+        pid, uid = _peer(sock)
+        if uid != os.geteuid():
             return None  # someone else's socket: send it nothing
+        if os.getsid(pid) != os.getsid(0):
+            # a server started from another session (generate run by hand in a kubectl exec): no
+            # child of it can join a group of this session, so it could never serve these
+            # commands; one started from here replaces it (it exits when its socket is gone)
+            _start_server(path, environ)
+            return None
         if _recv_exact(sock, 1) != HELLO:
             # no child took the connection (a server that is stopped or gone): the descriptors are
             # not sent, since a connection waiting in a backlog would hold this command's stdout open

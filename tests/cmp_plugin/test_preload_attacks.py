@@ -45,7 +45,14 @@ def render(repo: Path, tmp_path: Path) -> Callable[..., Run]:
     log = tmp_path / "helm-starts.jsonl"
     helm = wrapper(tmp_path, log)
 
-    def run(cache: Path, *, preload_value: str = "on", app: str = APP, **extra: str) -> Run:
+    def run(
+        cache: Path,
+        *,
+        preload_value: str = "on",
+        app: str = APP,
+        start_new_session: bool = False,
+        **extra: str,
+    ) -> Run:
         env = {
             **cmp_env(app, None, **extra),
             "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
@@ -59,7 +66,7 @@ def render(repo: Path, tmp_path: Path) -> Callable[..., Run]:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            process_group=0,
+            **({"start_new_session": True} if start_new_session else {"process_group": 0}),
         )
         out, err = proc.communicate(timeout=120)
         if _group_alive(proc.pid):  # what argocd-cmp-server does after the command
@@ -183,3 +190,26 @@ def test_a_busy_server_is_not_replaced(render: Callable[..., Run], tmp_path: Pat
         assert server_pid(cache) == server
     finally:
         kill_server(cache)
+
+
+def test_a_server_started_from_another_session_gives_way(render: Callable[..., Run], tmp_path: Path) -> None:
+    """Someone runs ``driftguard-cmp generate`` by hand (``kubectl exec``: a session of its own) first.
+
+    The server it starts is in that session, so no child of it can ever join a group of
+    argocd-cmp-server's session: without giving way it would serve nothing for the container's
+    life, and every render would pay the round trip for nothing.
+    """
+    cache = tmp_path / "cache"
+    by_hand = render(cache, start_new_session=True)
+    assert by_hand.returncode == 0, by_hand.stderr
+    stranger = wait_for(lambda: server_pid(cache), "the preload server answers")
+    try:
+        first = render(cache)  # argocd-cmp-server's session: that child cannot join the group
+        assert first.returncode == 0 and first.stdout == by_hand.stdout, first.stderr
+        assert not preloaded(render, first)
+        wait_for(lambda: server_pid(cache) not in (0, stranger), "a server of this session took over", 60)
+        wait_for(lambda: _preloaded_render(render, cache), "a render of this session is preloaded", 60)
+    finally:
+        kill_server(cache)
+        if alive(stranger):
+            os.kill(stranger, signal.SIGKILL)
