@@ -25,8 +25,13 @@ of this uid that nobody else can write.
 
 Anything unexpected before the child has said it runs the render (no server, a stale socket, a
 server of another uid, a server whose code changed on disk, a child that cannot join the group, a
-slow answer) makes the caller render in-process, as without preloading; so preloading can make a
-render faster, never fail. The caller imports only ``os``, ``sys`` and ``_socket``.
+slow answer, a full backlog) makes the caller render in-process, as without preloading; so
+preloading can make a render faster, never fail. A new server is started only when nobody listens
+on the socket (a busy one is left alone) or when the one there is of another session (started by
+a ``generate`` run by hand, in a ``kubectl exec``): no child of it could join argocd-cmp-server's
+process groups, so it would serve nothing. An exception the render does not catch ends the child
+as it ends the interpreter: the traceback, then exit 1. The caller imports only ``os``, ``sys``
+and ``_socket``.
 """
 
 from __future__ import annotations
@@ -84,11 +89,16 @@ def _socket_path(environ: Mapping[str, str]) -> str | None:
     return path if len(os.fsencode(path)) < 100 else None  # sun_path is 108 bytes
 
 
-def _peer_uid(sock: Socket) -> int:
+def _peer(sock: Socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end (SO_PEERCRED)."""
     import _socket
 
     cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
-    return int.from_bytes(cred[4:8], sys.byteorder)
+    return int.from_bytes(cred[0:4], sys.byteorder), int.from_bytes(cred[4:8], sys.byteorder)
+
+
+def _peer_uid(sock: Socket) -> int:
+    return _peer(sock)[1]
 
 
 def encode_request(umask: int, pgid: int, environ: Mapping[str, str]) -> bytes:
@@ -127,11 +137,20 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
         sock.settimeout(HANDSHAKE_TIMEOUT)
         try:
             sock.connect(path)
-        except OSError:  # no server yet, or a socket left by one that is gone
+        except (BlockingIOError, TimeoutError):  # a full backlog (EAGAIN): busy, not gone
+            return None
+        except OSError:  # no server yet, a socket left by one that is gone, a file in its place
             _start_server(path, environ)
             return None
-        if _peer_uid(sock) != os.geteuid():
+        pid, uid = _peer(sock)
+        if uid != os.geteuid():
             return None  # someone else's socket: send it nothing
+        if os.getsid(pid) != os.getsid(0):
+            # a server started from another session (generate run by hand in a kubectl exec): no
+            # child of it can join a group of this session, so it could never serve these
+            # commands; one started from here replaces it (it exits when its socket is gone)
+            _start_server(path, environ)
+            return None
         if _recv_exact(sock, 1) != HELLO:
             # no child took the connection (a server that is stopped or gone): the descriptors are
             # not sent, since a connection waiting in a backlog would hold this command's stdout open
@@ -265,7 +284,9 @@ def serve(path: str) -> None:
     _warm()
     code = _code_files()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    # beside the socket (os.replace is atomic within a directory) and no longer than its name:
+    # every path _socket_path accepts must also fit here, in sun_path's 108 bytes
+    tmp = os.path.join(os.path.dirname(path), f"{os.getpid():x}.tmp")
     try:
         os.unlink(tmp)
     except FileNotFoundError:
@@ -378,7 +399,32 @@ def _child(conn: Socket) -> None:
 
     launch.limit_resources(sys.argv[1:], os.environ)
     early = launch.early_start(sys.argv[1:], os.environ)
-    cli.run(early=early, report=report)
+    try:
+        cli.run(early=early, report=report)  # exits the process itself
+    except SystemExit as exc:
+        code = _exit_status(exc)
+    except BaseException:  # what the interpreter does with an exception nobody caught
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    else:  # pragma: no cover - cli.run never returns
+        code = 1
+    for stream in (sys.stdout, sys.stderr):  # the interpreter flushes both as it exits
+        try:
+            stream.flush()
+        except Exception:  # noqa: S112 - a reader that went away: nothing more can be said
+            continue
+    report(code)
+    os._exit(code)
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """The status the interpreter exits with for ``exc`` (printing a message that is not a number)."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    sys.stderr.write(f"{exc.code}\n")
+    return 1
 
 
 if __name__ == "__main__":
