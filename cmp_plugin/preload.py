@@ -143,8 +143,10 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
             _start_server(path, environ)
             return None
         pid, uid = _peer(sock)
-        if uid != os.geteuid():
-            return None  # someone else's socket: send it nothing
+        if uid != os.geteuid() or pid <= 0:
+            # someone else's socket, or a server in another PID namespace (a cache directory
+            # shared with another container, whose plugin may be another version): send it nothing
+            return None
         if os.getsid(pid) != os.getsid(0):
             # a server started from another session (generate run by hand in a kubectl exec): no
             # child of it can join a group of this session, so it could never serve these
@@ -194,19 +196,55 @@ def _recv_exact(sock: Socket, n: int) -> bytes:
 
 
 def _start_server(path: str, environ: Mapping[str, str]) -> None:
-    """Start the preload server in the background, at most one start per 30 s (errors are ignored)."""
+    """Start the preload server in the background (errors are ignored); back off while starts fail.
+
+    The marker ``preload.starting`` holds how many starts have not come up (the server removes it
+    once it listens). The next start waits 30 s after one, doubling up to an hour: every server
+    that dies becomes a zombie under argocd-cmp-server (PID 1 there reaps nothing), so a start that
+    keeps failing must not cost one process every 30 s. The expired marker is claimed by an atomic
+    rename: of several renders arriving together, one starts the server.
+    """
     import time
 
-    from cmp_plugin.launch import write_private
+    from cmp_plugin.launch import open_private, write_private
 
-    marker = os.path.join(os.path.dirname(path), STARTING)
+    cache = os.path.dirname(path)
+    marker = os.path.join(cache, STARTING)
+    attempts = 0
     try:
-        if time.time() - os.lstat(marker).st_mtime < 30:
-            return  # one is starting: this render goes in-process
+        info = os.lstat(marker)
+    except FileNotFoundError:
+        info = None
     except OSError:
-        pass
+        return
+    if info is not None:
+        try:
+            attempts = max(1, int(open_private(marker, 32) or b"1"))
+        except ValueError:
+            attempts = 1
+        if time.time() - info.st_mtime < min(30 * 2 ** (attempts - 1), 3600):
+            return  # one is starting, or starts keep failing: this render goes in-process
+        claim = f"{marker}.{os.getpid()}.claim"
+        try:
+            os.rename(marker, claim)  # only one of the renders that found it expired gets it
+        except OSError:
+            return
+        try:
+            os.unlink(claim)
+        except OSError:
+            pass
     try:
-        write_private(marker, b"%d" % os.getpid())
+        if info is None:
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, b"1")
+            finally:
+                os.close(fd)
+        else:
+            write_private(marker, b"%d" % (attempts + 1))
+    except OSError:  # another render created it first (it starts the server), or no space
+        return
+    try:
         env = {k: v for k, v in environ.items() if not k.startswith(_PER_APP)}
         out = os.open(os.devnull, os.O_RDWR)
         try:

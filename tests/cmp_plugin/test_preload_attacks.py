@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -213,3 +214,37 @@ def test_a_server_started_from_another_session_gives_way(render: Callable[..., R
         kill_server(cache)
         if alive(stranger):
             os.kill(stranger, signal.SIGKILL)
+
+
+def test_a_start_that_keeps_failing_backs_off(render: Callable[..., Run], tmp_path: Path) -> None:
+    """Every server that dies is a zombie under argocd-cmp-server: a failing start is retried ever later.
+
+    A directory where the socket goes makes every server die at its bind; the marker counts the
+    starts that did not come up, and the next one waits 30 s, then 60 s, ... (here: the marker aged).
+    """
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / preload.SOCKET_NAME).mkdir()
+    marker = cache / preload.STARTING
+
+    def attempts() -> str:
+        return str(wait_for(lambda: marker.exists() and marker.read_text(), "the start marker"))
+
+    def age(seconds: int) -> None:
+        t = time.time() - seconds
+        os.utime(marker, (t, t))
+
+    for _ in range(2):
+        run = render(cache)
+        assert run.returncode == 0, run.stderr
+        assert not preloaded(render, run)
+        assert attempts() == "1"
+    age(31)
+    assert render(cache).returncode == 0
+    assert attempts() == "2"
+    age(31)  # the second failure waits 60 s
+    assert render(cache).returncode == 0
+    assert attempts() == "2"
+    age(61)
+    assert render(cache).returncode == 0
+    assert attempts() == "3"
