@@ -495,7 +495,8 @@ class Outbox(ABC):
             self._x(db, "DELETE FROM intake WHERE received_at<?", (now - windows,))
             self._x(db, "DELETE FROM sent WHERE sent_at<?", (now - windows,))
             self._x(db, "DELETE FROM resolves WHERE queued_at<?", (now - windows,))
-            if self.identity_retention > 0:
+            # the identity prune's own lock too: never two replicas deleting the same rows at once
+            if self.identity_retention > 0 and self._singleton(db, LOCK_IDENTITY):
                 self._x(db, "DELETE FROM identity_events WHERE at<?", (now - self.identity_retention,))
         return {"dead": int(dead), "removed": int(removed)}
 

@@ -190,13 +190,18 @@ def _event(i: int, at: float) -> IdentityEvent:
 
 def test_the_identity_prune_runs_in_one_replica_at_a_time(pg: PgServer) -> None:
     url = pg.new_database()
-    store = OutboxIdentityStore(PostgresOutbox(url, lease=30), max_rows=10)
+    outbox = PostgresOutbox(url, lease=30)
+    store = OutboxIdentityStore(outbox, max_rows=10, retention=60)
     now = time.time()
     with psycopg.connect(url, autocommit=True) as other:
         other.execute("SELECT pg_advisory_lock(%s)", (_key("identity"),))  # another replica is pruning
-        assert store.add([_event(i, now - 30 + i) for i in range(25)]) == 25
+        assert store.add([_event(i, now - 120 if i < 5 else now - 30 + i) for i in range(25)]) == 25
         assert store.count() == 25 and not store.prune()
+        assert outbox.sweep(dead_after=3600, retention=86400, windows=600) is not None
+        assert store.count() == 25  # the sweeper leaves the identity rows to the lock's holder too
         other.execute("SELECT pg_advisory_unlock(%s)", (_key("identity"),))
+    outbox.sweep(dead_after=3600, retention=86400, windows=600)
+    assert store.count() == 20  # the five past the retention
     assert store.prune() and store.count() == 10
     assert {e.name for e in store.candidates(namespace="ai-serving", name="d-24", uid="")} == {"d-24"}
     store.outbox.close()
