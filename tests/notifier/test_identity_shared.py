@@ -8,6 +8,7 @@ singleton lock) run on PostgreSQL, the store several replicas share.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -28,8 +29,8 @@ from notifier.outbox import SCHEMA_VERSION, SqliteOutbox
 from notifier.outbox.base import MIGRATIONS
 from notifier.outbox.postgres import PostgresOutbox, _key
 from standins import argo_api, receivers
-from standins.apiserver import audit_event, event_list
-from standins.drill import serve_drill
+from standins.apiserver import admission_review, audit_event, event_list
+from standins.drill import inference_live, serve_drill
 from standins.postgres import PgServer
 
 from .conftest import AUDIT_TOKEN, READ_TOKEN, make_config, make_settings, notification, post
@@ -62,19 +63,30 @@ def _episodes(application: Flask) -> list[dict[str, Any]]:
     return list(resp.get_json()["episodes"])
 
 
+@pytest.mark.parametrize("source", ["audit", "admission"])
 def test_identity_received_by_one_replica_names_the_person_in_the_alert_another_sends(
-    two: tuple[Flask, Flask], argo: argo_api.FakeArgo, rx: receivers.Receivers
+    two: tuple[Flask, Flask], argo: argo_api.FakeArgo, rx: receivers.Receivers, source: str
 ) -> None:
     a, b = two
     serve_drill(argo)
-    at = int(time.time()) - 2
-    stamp = retime_patch(argo, at)
-    assert audit_post(a.test_client(), event_list(audit_event(at=at + 0.3))).get_json()["stored"] == 1
+    if source == "audit":
+        at = int(time.time()) - 2
+        stamp = retime_patch(argo, at)
+        assert audit_post(a.test_client(), event_list(audit_event(at=at + 0.3))).get_json()["stored"] == 1
+    else:
+        resp = a.test_client().post(
+            "/v1/admission",
+            data=json.dumps(admission_review(inference_live())),
+            headers={"Authorization": f"Bearer {AUDIT_TOKEN}"},
+        )
+        assert resp.status_code == 200 and resp.get_json()["response"]["allowed"]
+        a.extensions["driftguard"].recorder.flush()  # a's writer thread, behind the answer
+        stamp = retime_patch(argo, time.time())  # the write lands in the second the review was answered
     assert b.extensions["driftguard"].identities.count() == 1  # one store
 
     assert post(b.test_client(), notification()).status_code == 202
     b.extensions["driftguard"].worker.drain()
-    alerts_name(rx, f"alice@example.com via kubectl-patch, {stamp[11:19]}", "audit")
+    alerts_name(rx, f"alice@example.com via kubectl-patch, {stamp[11:19]}", source)
     [opened] = _episodes(a)  # written by b, read from a
     assert opened["user"] == "alice@example.com" and opened["open"]
     assert sorted(opened["alerted_at"]) == ["feishu", "pagerduty", "slack"]
