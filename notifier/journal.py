@@ -120,11 +120,11 @@ class OutboxJournal:
                 ).rowcount
                 if won:
                     return eid
-                row = self._open(db, report.app.key)  # another replica opened it meanwhile: add to theirs
+                # another replica opened it meanwhile: add to theirs (healed in between as well, which
+                # needs a sync inside these milliseconds: fail, and the notification's retry opens anew)
+                row = self._open(db, report.app.key)
                 if row is None:
-                    raise RuntimeError(
-                        "the open episode vanished"
-                    )  # healed in between: the next re-check opens anew
+                    raise RuntimeError("the app's open drift episode was healed while this one was added")
             known = json.loads(row["changes"])
             seen = {(k["resource"], k["path"]) for k in known}
             merged = known + [k for k in changes if (k["resource"], k["path"]) not in seen]
