@@ -20,11 +20,11 @@ from notifier.channels import Channel, build_channels
 from notifier.config import NotifierConfig, load_config
 from notifier.delivery import Worker
 from notifier.expand import Expander, system_rules_from_file
-from notifier.identity import IdentityStore, Recorder, SQLiteIdentityStore
-from notifier.journal import Journal, SQLiteJournal
+from notifier.identity import IdentityStore, OutboxIdentityStore, Recorder
+from notifier.journal import Journal, OutboxJournal
 from notifier.logs import configure, event
 from notifier.metrics import NotifierMetrics
-from notifier.outbox import Outbox, SqliteOutbox, open_outbox
+from notifier.outbox import Outbox, open_outbox
 from notifier.render import Templates
 from notifier.settings import NotifierSettings
 
@@ -41,9 +41,9 @@ class State:
     outbox: Outbox
     worker: Worker
     metrics: NotifierMetrics
-    identities: IdentityStore | None
-    journal: Journal | None
-    recorder: Recorder | None
+    identities: IdentityStore
+    journal: Journal
+    recorder: Recorder
 
 
 def load(
@@ -62,15 +62,12 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
     configure()
     settings, config, channels, outbox = load(settings, config=config)
     assert settings.argocd is not None  # load() checked it
-    # The identity store and the drift journal are written for the SQLite outbox (their SQL is
-    # SQLite's); with PostgreSQL they are off and their endpoints say so (docs/identity.md).
-    identities: IdentityStore | None = None
-    journal: Journal | None = None
-    if isinstance(outbox, SqliteOutbox):
-        identities = SQLiteIdentityStore(
-            outbox, retention=settings.identity_retention, max_rows=settings.identity_max_rows
-        )
-        journal = SQLiteJournal(outbox)
+    # the identity store and the drift journal live in the outbox's store, whichever it is: every
+    # replica on one PostgreSQL shares them (docs/identity.md)
+    identities = OutboxIdentityStore(
+        outbox, retention=settings.identity_retention, max_rows=settings.identity_max_rows
+    )
+    journal = OutboxJournal(outbox)
     expander = Expander(
         ArgoCDClient(settings.argocd),
         system_rules=system_rules_from_file(settings.argocd_cm_file),
@@ -105,9 +102,7 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         metrics,
         identities,
         journal,
-        Recorder(identities, on_result=lambda outcome, n: metrics.identity("admission", outcome, n))
-        if identities is not None
-        else None,
+        Recorder(identities, on_result=lambda outcome, n: metrics.identity("admission", outcome, n)),
     )
     app.register_blueprint(webhook.bp)
     app.register_blueprint(ops.bp)

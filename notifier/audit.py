@@ -18,12 +18,12 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import sqlite3
 import time
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from driftguard.errors import StoreUnavailable
 from driftguard.identity import IdentityEvent, from_admission, from_audit
 from notifier.logs import event
 from notifier.webhook import MAX_DEPTH, _depth_ok
@@ -55,20 +55,12 @@ def _json_body() -> Any:
         raise ValueError(f"the body is not JSON ({type(exc).__name__})") from exc
 
 
-NO_STORE = (
-    "the identity store needs the SQLite outbox (DRIFTGUARD_NOTIFIER_OUTBOX); with "
-    "DRIFTGUARD_NOTIFIER_DATABASE_URL it is not available yet"
-)
-
-
 def _store(events: list[IdentityEvent], source: str) -> tuple[int, str]:
     state = current_app.extensions["driftguard"]
-    if state.identities is None:
-        return 0, NO_STORE
     try:
         return state.identities.add(events), ""
-    except sqlite3.Error as exc:
-        event("identity_write_failed", level=logging.ERROR, source=source, error=type(exc).__name__)
+    except StoreUnavailable as exc:
+        event("identity_write_failed", level=logging.ERROR, source=source, error=str(exc)[:200])
         return 0, "the identity store cannot be written"
 
 
@@ -110,8 +102,6 @@ def audit() -> tuple[Response, int]:
         if ev is not None:
             kept.append(ev)
     stored, failure = _store(kept, "audit")
-    if failure == NO_STORE:
-        return _error(501, NO_STORE)
     if failure:
         state.metrics.identity("audit", "unavailable")
         return _error(503, f"{failure}; send the batch again")
@@ -151,7 +141,7 @@ def admission() -> tuple[Response, int]:
     except ValueError:
         state.metrics.identity("admission", "skipped")
         return jsonify(answer), 200  # never block the cluster over a review we cannot read
-    if ev is not None and ev.user and state.recorder is not None and not state.recorder.record(ev):
+    if ev is not None and ev.user and not state.recorder.record(ev):
         state.metrics.identity("admission", "dropped")
     resp = jsonify(answer)
     resp.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.3f}"

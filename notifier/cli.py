@@ -2,7 +2,7 @@
 
 driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4]
 driftguard-notifier --check-config
-driftguard-notifier incidents [--app NAME] [--since 7d] [--who alice@example.com] [--json]
+driftguard-notifier incidents [--app NAME] [--since 7d] [--who alice@example.com] [--json] [--database-url URL]
 driftguard-notifier preview --managed-resources FILE --app FILE --channel feishu|slack|pagerduty [--locale]
 """
 
@@ -24,8 +24,8 @@ def incidents(argv: list[str]) -> int:
     import json
 
     from notifier.incidents import parse_since
-    from notifier.journal import SQLiteJournal, summary
-    from notifier.outbox import SqliteOutbox as Outbox
+    from notifier.journal import OutboxJournal, summary
+    from notifier.outbox import Outbox, SqliteOutbox
 
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier incidents", description="drift episodes, newest first"
@@ -42,15 +42,28 @@ def incidents(argv: list[str]) -> int:
         default=os.environ.get("DRIFTGUARD_NOTIFIER_OUTBOX", "/var/lib/driftguard/outbox.sqlite3"),
         help="the outbox file (DRIFTGUARD_NOTIFIER_OUTBOX)",
     )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DRIFTGUARD_NOTIFIER_DATABASE_URL", ""),
+        help="the PostgreSQL outbox the replicas share (DRIFTGUARD_NOTIFIER_DATABASE_URL); wins over --outbox",
+    )
     args = parser.parse_args(argv)
     try:
         since = parse_since(args.since)
-        if not Path(args.outbox).is_file():
+        outbox: Outbox
+        if args.database_url:
+            from notifier.outbox.postgres import PostgresOutbox
+
+            outbox = PostgresOutbox(args.database_url)
+        elif not Path(args.outbox).is_file():
             raise DriftguardError(
-                f"{args.outbox} does not exist (set DRIFTGUARD_NOTIFIER_OUTBOX or --outbox)"
+                f"{args.outbox} does not exist (set DRIFTGUARD_NOTIFIER_OUTBOX or --outbox,"
+                " or DRIFTGUARD_NOTIFIER_DATABASE_URL for PostgreSQL)"
             )
-        outbox = Outbox(Path(args.outbox))
-        episodes = SQLiteJournal(outbox).episodes(app=args.app, who=args.who, since=since, limit=args.limit)
+        else:
+            outbox = SqliteOutbox(Path(args.outbox))
+        episodes = OutboxJournal(outbox).episodes(app=args.app, who=args.who, since=since, limit=args.limit)
+        outbox.close()
     except (ValueError, DriftguardError) as exc:
         print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
         return 2

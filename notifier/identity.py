@@ -1,58 +1,46 @@
 """The identity store: audit and admission records of who wrote what, kept for a retention window.
 
-Its own table, ``identity_events``, in the outbox's SQLite file (the outbox's per-thread
-connection and ``BEGIN IMMEDIATE`` helper are reused, so one file and one backup hold everything).
-:class:`~driftguard.identity.IdentityStore` is the interface another database (PostgreSQL) implements;
-the join itself (``attribute``) lives in driftguard/identity.py, so the drift gate can use it too.
+Its own table, ``identity_events``, in the outbox's store: the SQLite file or the PostgreSQL
+database the replicas share (schema version 3 of notifier/outbox/base.py ``MIGRATIONS``). The SQL
+is written once, as the outbox's is; the outbox backend supplies the transaction, the ``?``
+placeholders' translation and the singleton lock. So an audit batch received by one replica is
+joined into an alert another replica sends. :class:`~driftguard.identity.IdentityStore` is the
+interface; the join itself (``attribute``) lives in driftguard/identity.py, so the drift gate can
+use it too.
 
-Bounded under an event storm: every string is capped when parsed (driftguard/identity.py), a row
-is at most a few KB, and the table holds at most ``max_rows`` rows (the oldest go first) and none
-older than ``retention``. A resent audit batch is stored once (unique on source and event id).
+Bounded under an event storm: every string is capped when parsed (driftguard/identity.py), so a
+row is at most a few KB, and the table holds at most ``max_rows`` rows (the oldest go first) and
+none older than ``retention`` (pruned here after writes, and by the outbox's sweeper while none
+arrive). The prune runs in one replica at a time (the outbox's singleton lock: a PostgreSQL
+advisory lock), so replicas under the same storm never delete the same rows at once. A resent
+audit batch is stored once (unique on source and event id).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 
+from driftguard.errors import StoreUnavailable
 from driftguard.identity import IdentityEvent, IdentityStore, attribute
-from notifier.outbox import SqliteOutbox as Outbox
+from notifier.outbox import Outbox
+from notifier.outbox.base import LOCK_IDENTITY
 
-__all__ = ["IdentityStore", "Recorder", "SQLiteIdentityStore", "attribute", "create_tables"]
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS identity_events (
-    source TEXT NOT NULL, event_id TEXT NOT NULL, at REAL NOT NULL, user TEXT NOT NULL, verb TEXT NOT NULL,
-    api_group TEXT NOT NULL, resource TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    uid TEXT NOT NULL, resource_version TEXT NOT NULL, subresource TEXT NOT NULL, field_manager TEXT NOT NULL,
-    user_agent TEXT NOT NULL, groups TEXT NOT NULL, source_ips TEXT NOT NULL, impersonated TEXT NOT NULL,
-    stage TEXT NOT NULL, received_at REAL, stored_at REAL NOT NULL, PRIMARY KEY (source, event_id));
-CREATE INDEX IF NOT EXISTS identity_by_name ON identity_events(namespace, name);
-CREATE INDEX IF NOT EXISTS identity_by_uid ON identity_events(uid);
-CREATE INDEX IF NOT EXISTS identity_by_at ON identity_events(at);
-"""
+__all__ = ["IdentityStore", "OutboxIdentityStore", "Recorder", "attribute"]
 
 _COLUMNS = (
-    "source, event_id, at, user, verb, api_group, resource, kind, namespace, name, uid, resource_version,"
-    " subresource, field_manager, user_agent, groups, source_ips, impersonated, stage, received_at, stored_at"
+    'source, event_id, at, "user", verb, api_group, resource, kind, namespace, name, uid, resource_version,'
+    ' subresource, field_manager, user_agent, "groups", source_ips, impersonated, stage, received_at, stored_at'
 )
 
 
-def create_tables(outbox: Outbox, schema: str) -> None:
-    """Our own tables in the outbox's file, in one of its ``BEGIN IMMEDIATE`` transactions (SQLite allows DDL there)."""
-    with outbox._tx() as db:
-        for statement in schema.split(";"):
-            if statement.strip():
-                db.execute(statement)
-
-
-class SQLiteIdentityStore:
-    """:class:`IdentityStore` in the outbox's SQLite file."""
+class OutboxIdentityStore:
+    """:class:`IdentityStore` in the outbox's store (SQLite or PostgreSQL)."""
 
     def __init__(self, outbox: Outbox, *, retention: float = 86400.0, max_rows: int = 100_000) -> None:
         self.outbox = outbox
@@ -60,9 +48,13 @@ class SQLiteIdentityStore:
         self.max_rows = max_rows
         self._pruned_at = 0.0
         self._since_prune = 0
-        create_tables(outbox, SCHEMA)
+        outbox.identity_retention = retention  # the sweeper's time bound
 
     def add(self, events: Iterable[IdentityEvent]) -> int:
+        """Store records (a resent one is ignored) and prune to the bounds; how many were new.
+
+        Raises ``StoreUnavailable`` when the store cannot be written (nothing of the batch stored).
+        """
         now = time.time()
         rows = [
             (
@@ -90,45 +82,61 @@ class SQLiteIdentityStore:
             )
             for e in events
         ]
-        with self.outbox._tx() as db:
-            before = db.total_changes
-            db.executemany(
-                f"INSERT OR IGNORE INTO identity_events({_COLUMNS}) VALUES ({','.join('?' * 21)})",  # noqa: S608
-                rows,
-            )
-            added = db.total_changes - before
-            self._since_prune += added
-            # counting a 100,000-row table on every write would cost the admission answer milliseconds:
-            # prune once a second, or at once when a batch could take the table far past its bound
-            if now - self._pruned_at >= 1.0 or self._since_prune >= max(1, self.max_rows // 10):
-                self._prune(db, now)
-        return int(added)
+        ox = self.outbox
+        try:
+            with ox._tx() as db:
+                added = ox._many(
+                    db,
+                    f"INSERT INTO identity_events({_COLUMNS}) VALUES ({','.join('?' * 21)})"  # noqa: S608 - fixed text
+                    " ON CONFLICT(source, event_id) DO NOTHING",
+                    rows,
+                )
+        except ox.errors as exc:
+            raise StoreUnavailable(f"the identity store cannot be written ({type(exc).__name__})") from exc
+        self._since_prune += added
+        # counting a 100,000-row table on every write would cost the admission answer milliseconds:
+        # prune once a second, or at once when a batch could take the table far past its bound
+        if now - self._pruned_at >= 1.0 or self._since_prune >= max(1, self.max_rows // 10):
+            with contextlib.suppress(
+                *ox.errors
+            ):  # the batch is stored; the next write (or the sweeper) prunes
+                self.prune(now)
+        return added
 
-    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+    def prune(self, now: float | None = None) -> bool:
+        """Delete records past the retention, then the oldest beyond ``max_rows``; False when another replica is at it."""
+        now = time.time() if now is None else now
+        ox = self.outbox
         self._pruned_at, self._since_prune = now, 0
-        db.execute("DELETE FROM identity_events WHERE at<?", (now - self.retention,))
-        excess = db.execute("SELECT count(*) FROM identity_events").fetchone()[0] - self.max_rows
-        if excess > 0:
-            db.execute(
-                "DELETE FROM identity_events WHERE rowid IN (SELECT rowid FROM identity_events ORDER BY at LIMIT ?)",
-                (excess,),
-            )
+        with ox._tx() as db:
+            if not ox._singleton(db, LOCK_IDENTITY):
+                return False
+            ox._x(db, "DELETE FROM identity_events WHERE at<?", (now - self.retention,))
+            count = ox._x(db, "SELECT count(*) AS n FROM identity_events").fetchone()["n"]
+            excess = int(count) - self.max_rows
+            if excess > 0:
+                ox._x(
+                    db,
+                    "DELETE FROM identity_events WHERE (source, event_id) IN"
+                    " (SELECT source, event_id FROM identity_events ORDER BY at LIMIT ?)",
+                    (excess,),
+                )
+        return True
 
     def candidates(self, *, namespace: str, name: str, uid: str) -> list[IdentityEvent]:
         cutoff = time.time() - self.retention
-        rows = (
-            self.outbox._db()
-            .execute(
-                f"SELECT {_COLUMNS} FROM identity_events WHERE ((namespace=? AND name=?) OR (uid!='' AND uid=?))"  # noqa: S608
-                " AND at>=? ORDER BY at DESC LIMIT 500",
-                (namespace, name, uid, cutoff),
-            )
-            .fetchall()
-        )
-        return [_event(r) for r in rows]
+        ox = self.outbox
+        rows = ox._x(
+            ox._conn(),
+            f"SELECT {_COLUMNS} FROM identity_events WHERE ((namespace=? AND name=?) OR (uid<>'' AND uid=?))"  # noqa: S608
+            " AND at>=? ORDER BY at DESC LIMIT 500",
+            (namespace, name, uid, cutoff),
+        ).fetchall()
+        return [_event(dict(r)) for r in rows]
 
     def count(self) -> int:
-        return int(self.outbox._db().execute("SELECT count(*) FROM identity_events").fetchone()[0])
+        ox = self.outbox
+        return int(ox._x(ox._conn(), "SELECT count(*) AS n FROM identity_events").fetchone()["n"])
 
 
 class Recorder:
@@ -176,7 +184,7 @@ class Recorder:
             try:
                 self.store.add(batch)
                 outcome = "accepted"
-            except sqlite3.Error:
+            except StoreUnavailable:
                 outcome = "unavailable"
             if self.on_result is not None:
                 self.on_result(outcome, len(batch))
@@ -184,8 +192,7 @@ class Recorder:
                 self._queue.task_done()
 
 
-def _event(r: sqlite3.Row) -> IdentityEvent:
-    d: dict[str, Any] = dict(r)
+def _event(d: dict[str, Any]) -> IdentityEvent:
     return IdentityEvent(
         source=d["source"],
         event_id=d["event_id"],

@@ -24,6 +24,7 @@ __all__ = ["bp", "parse_since"]
 bp = Blueprint("incidents", __name__)
 
 COOKIE = "driftguard_read"
+UNREADABLE = "the drift journal cannot be read now (its database is unavailable); try again"
 WEEK = 7 * 86400.0
 
 
@@ -109,12 +110,11 @@ def incidents_json() -> tuple[Response, int]:
         q, _ = _query()
     except ValueError as exc:
         return jsonify({"error": str(exc)}), 400
-    journal = current_app.extensions["driftguard"].journal
-    if journal is None:
-        return jsonify(
-            {"error": "the drift journal needs the SQLite outbox (DRIFTGUARD_NOTIFIER_OUTBOX)"}
-        ), 501
-    episodes = journal.episodes(**q)
+    state = current_app.extensions["driftguard"]
+    try:
+        episodes = state.journal.episodes(**q)
+    except state.outbox.errors:
+        return jsonify({"error": UNREADABLE}), 503
     return jsonify({"episodes": episodes, "summary": summary(episodes)}), 200
 
 
@@ -139,12 +139,12 @@ def incidents_page() -> tuple[Response, int]:
         q, _ = _query()
     except ValueError as exc:
         return Response(_page("Drift journal", f"<p>{escape(str(exc))}</p>"), mimetype="text/html"), 400
-    journal = current_app.extensions["driftguard"].journal
-    if journal is None:
-        message = "the drift journal needs the SQLite outbox (DRIFTGUARD_NOTIFIER_OUTBOX)"
-        return Response(_page("Drift journal", f"<p>{escape(message)}</p>"), mimetype="text/html"), 501
-    episodes = journal.episodes(**q)
-    week = journal.episodes(since=time.time() - WEEK, limit=5000)
+    state = current_app.extensions["driftguard"]
+    try:
+        episodes = state.journal.episodes(**q)
+        week = state.journal.episodes(since=time.time() - WEEK, limit=5000)
+    except state.outbox.errors:
+        return Response(_page("Drift journal", f"<p>{escape(UNREADABLE)}</p>"), mimetype="text/html"), 503
     body = _filters(q) + _stats(summary(week)) + _list(episodes)
     return Response(_page("Drift journal", body), mimetype="text/html"), 200
 
@@ -331,7 +331,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                 "400": _err("A bad `since`"),
                 "401": _err("Missing or wrong read token"),
                 "403": _err("Reading is off (no read token or trusted header configured)"),
-                "501": _err("The journal needs the SQLite outbox (DRIFTGUARD_NOTIFIER_OUTBOX)"),
+                "503": _err("The journal's database is unavailable: try again"),
             },
         }
     },
@@ -344,7 +344,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                 "400": {"description": "A bad `since`"},
                 "401": {"description": "A token form"},
                 "403": {"description": "Reading is off (no read token or trusted header configured)"},
-                "501": {"description": "The journal needs the SQLite outbox"},
+                "503": {"description": "The journal's database is unavailable"},
             },
         }
     },
@@ -358,7 +358,6 @@ OPENAPI_PATHS: dict[str, Any] = {
                 "401": _err("Missing or wrong bearer token"),
                 "404": _err("The audit webhook is off"),
                 "413": _err("Body or batch too large"),
-                "501": _err("The identity store needs the SQLite outbox"),
                 "503": _err("The identity store cannot be written: send again"),
             },
         }

@@ -7,8 +7,13 @@ the change was made (identity or managedFields time), when the notification arri
 channel took the alert, and when the app was back in sync (by self-heal or a sync). Durations
 are derived from those times when read.
 
-Its own table, ``drift_journal``, in the outbox's SQLite file, written with the outbox's
-transaction helper; :class:`Journal` is the interface another database implements.
+Its own table, ``drift_journal``, in the outbox's store (the SQLite file, or the PostgreSQL
+database every replica shares: schema version 3 of notifier/outbox/base.py ``MIGRATIONS``). The SQL
+is written once; the outbox backend supplies transactions, placeholders and row locks. Several
+replicas write one app's episode: a unique index allows one open episode per app (two replicas
+opening it at once store it once), each read-modify-write locks the row (PostgreSQL
+``SELECT ... FOR UPDATE``; SQLite's one writer), and healing is one ``UPDATE ... WHERE healed_at IS
+NULL``, so exactly one replica heals an episode. :class:`Journal` is the interface.
 """
 
 from __future__ import annotations
@@ -23,20 +28,10 @@ from typing import Any, Protocol
 from driftguard.drift import HUMAN
 from driftguard.identity import parse_time, who
 from driftguard.report import DriftReport
-from notifier.identity import create_tables
-from notifier.outbox import SqliteOutbox as Outbox
+from notifier.outbox import Outbox
 
-__all__ = ["Journal", "SQLiteJournal", "episode_view", "summary"]
+__all__ = ["Journal", "OutboxJournal", "episode_view", "summary"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS drift_journal (
-    id TEXT PRIMARY KEY, app TEXT NOT NULL, app_name TEXT NOT NULL, app_namespace TEXT NOT NULL,
-    classes TEXT NOT NULL, severity TEXT NOT NULL, who TEXT NOT NULL, who_user TEXT NOT NULL, who_manager TEXT NOT NULL,
-    changes TEXT NOT NULL, changed_at REAL NOT NULL, notified_at REAL NOT NULL, alerted TEXT NOT NULL DEFAULT '{}',
-    healed_at REAL, healed_by TEXT NOT NULL DEFAULT '', updated_at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS drift_journal_app ON drift_journal(app, healed_at);
-CREATE INDEX IF NOT EXISTS drift_journal_changed ON drift_journal(changed_at);
-"""
 MAX_CHANGES = 200
 """Changes kept per episode (the alerts show fewer)."""
 
@@ -60,12 +55,11 @@ def _value(v: Any) -> Any:
     return text if text is None or len(text) <= 200 else text[:199] + "…"
 
 
-class SQLiteJournal:
-    """:class:`Journal` in the outbox's SQLite file."""
+class OutboxJournal:
+    """:class:`Journal` in the outbox's store (SQLite or PostgreSQL)."""
 
     def __init__(self, outbox: Outbox) -> None:
         self.outbox = outbox
-        create_tables(outbox, SCHEMA)
 
     def drift(self, report: DriftReport, *, notified_at: float) -> str:
         """Open the app's episode (or add to the open one); its id."""
@@ -97,83 +91,103 @@ class SQLiteJournal:
                 }
             )
         changed_at = min(times) if times else notified_at
-        label = person or manager or "unknown"
         classes = sorted({c.cls for c in alerting})
-        now = time.time()
-        with self.outbox._tx() as db:
-            row = db.execute(
-                "SELECT id, changes, classes, changed_at FROM drift_journal WHERE app=? AND healed_at IS NULL"
-                " ORDER BY changed_at DESC LIMIT 1",
-                (report.app.key,),
-            ).fetchone()
-            if row is not None:
-                known = json.loads(row["changes"])
-                seen = {(k["resource"], k["path"]) for k in known}
-                merged = known + [k for k in changes if (k["resource"], k["path"]) not in seen]
-                # an identity record that arrived after the first alert (an audit batch is up to
-                # --audit-webhook-batch-max-wait late) names the person at the next re-check
-                db.execute(
-                    "UPDATE drift_journal SET changes=?, classes=?, changed_at=min(changed_at, ?), updated_at=?,"
-                    " who=CASE WHEN who_user='' AND ?!='' THEN ? ELSE who END,"
-                    " who_user=CASE WHEN who_user='' THEN ? ELSE who_user END WHERE id=?",
+        ox = self.outbox
+        with ox._tx() as db:
+            row = self._open(db, report.app.key)
+            if row is None:
+                eid = uuid.uuid4().hex
+                won = ox._x(
+                    db,
+                    "INSERT INTO drift_journal(id, app, app_name, app_namespace, classes, severity, who, who_user,"
+                    " who_manager, changes, changed_at, notified_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                    " ON CONFLICT (app) WHERE healed_at IS NULL DO NOTHING",
                     (
-                        json.dumps(merged[:MAX_CHANGES]),
-                        json.dumps(sorted(set(json.loads(row["classes"])) | set(classes))),
-                        changed_at,
-                        now,
+                        eid,
+                        report.app.key,
+                        report.app.name,
+                        report.app.namespace,
+                        json.dumps(classes),
+                        report.severity,
+                        person or manager or "unknown",
                         person,
-                        person,
-                        person,
-                        row["id"],
+                        manager,
+                        json.dumps(changes),
+                        min(changed_at, notified_at),
+                        notified_at,
+                        time.time(),
                     ),
-                )
-                return str(row["id"])
-            eid = uuid.uuid4().hex
-            db.execute(
-                "INSERT INTO drift_journal(id, app, app_name, app_namespace, classes, severity, who, who_user, who_manager,"
-                " changes, changed_at, notified_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                ).rowcount
+                if won:
+                    return eid
+                # another replica opened it meanwhile: add to theirs (healed in between as well, which
+                # needs a sync inside these milliseconds: fail, and the notification's retry opens anew)
+                row = self._open(db, report.app.key)
+                if row is None:
+                    raise RuntimeError("the app's open drift episode was healed while this one was added")
+            known = json.loads(row["changes"])
+            seen = {(k["resource"], k["path"]) for k in known}
+            merged = known + [k for k in changes if (k["resource"], k["path"]) not in seen]
+            # an identity record that arrived after the first alert (an audit batch is up to
+            # --audit-webhook-batch-max-wait late) names the person at the next re-check
+            named = not row["who_user"] and person
+            ox._x(
+                db,
+                "UPDATE drift_journal SET changes=?, classes=?, changed_at=?, updated_at=?, who=?, who_user=? WHERE id=?",
                 (
-                    eid,
-                    report.app.key,
-                    report.app.name,
-                    report.app.namespace,
-                    json.dumps(classes),
-                    report.severity,
-                    label,
-                    person,
-                    manager,
-                    json.dumps(changes),
-                    min(changed_at, notified_at),
-                    notified_at,
-                    now,
+                    json.dumps(merged[:MAX_CHANGES]),
+                    json.dumps(sorted(set(json.loads(row["classes"])) | set(classes))),
+                    min(float(row["changed_at"]), changed_at),
+                    time.time(),
+                    person if named else row["who"],
+                    person if named else row["who_user"],
+                    row["id"],
                 ),
             )
-        return eid
+            return str(row["id"])
+
+    def _open(self, db: Any, app: str) -> dict[str, Any] | None:
+        """The app's open episode, locked for this transaction."""
+        row = self.outbox._x(
+            db,
+            "SELECT id, changes, classes, changed_at, who, who_user FROM drift_journal"  # noqa: S608 - fixed text
+            " WHERE app=? AND healed_at IS NULL" + self.outbox.row_lock,
+            (app,),
+        ).fetchone()
+        return dict(row) if row is not None else None
 
     def alerted(self, app: str, channel: str, *, at: float) -> None:
         """A channel took the alert: the first time per channel counts."""
-        with self.outbox._tx() as db:
-            row = db.execute(
-                "SELECT id, alerted FROM drift_journal WHERE app=? ORDER BY changed_at DESC LIMIT 1", (app,)
+        ox = self.outbox
+        with ox._tx() as db:
+            row = ox._x(
+                db,
+                "SELECT id, alerted FROM drift_journal WHERE app=? ORDER BY changed_at DESC LIMIT 1"  # noqa: S608
+                + ox.row_lock,
+                (app,),
             ).fetchone()
             if row is None:
                 return
             alerted = json.loads(row["alerted"])
             if channel not in alerted:
                 alerted[channel] = at
-                db.execute(
+                ox._x(
+                    db,
                     "UPDATE drift_journal SET alerted=?, updated_at=? WHERE id=?",
                     (json.dumps(alerted), time.time(), row["id"]),
                 )
 
     def healed(self, app: str, *, at: float, by: str) -> bool:
-        """The app matches Git again: close its open episode."""
-        with self.outbox._tx() as db:
-            cur = db.execute(
-                "UPDATE drift_journal SET healed_at=max(?, changed_at), healed_by=?, updated_at=? WHERE app=? AND healed_at IS NULL",
-                (at, by, time.time(), app),
+        """The app matches Git again: close its open episode; True for the one caller that closed it."""
+        ox = self.outbox
+        with ox._tx() as db:
+            cur = ox._x(
+                db,
+                "UPDATE drift_journal SET healed_at=CASE WHEN changed_at>? THEN changed_at ELSE ? END, healed_by=?,"
+                " updated_at=? WHERE app=? AND healed_at IS NULL",
+                (at, at, by, time.time(), app),
             )
-        return cur.rowcount > 0
+        return bool(cur.rowcount > 0)
 
     def episodes(
         self, *, app: str = "", who: str = "", since: float = 0.0, limit: int = 500
@@ -187,14 +201,12 @@ class SQLiteJournal:
         if who:
             where.append("(who_user=? OR who_manager=? OR who=?)")
             args += [who, who, who]
-        rows = (
-            self.outbox._db()
-            .execute(
-                f"SELECT * FROM drift_journal WHERE {' AND '.join(where)} ORDER BY changed_at DESC LIMIT ?",  # noqa: S608
-                (*args, max(1, min(limit, 5000))),
-            )
-            .fetchall()
-        )
+        ox = self.outbox
+        rows = ox._x(
+            ox._conn(),
+            f"SELECT * FROM drift_journal WHERE {' AND '.join(where)} ORDER BY changed_at DESC LIMIT ?",  # noqa: S608
+            (*args, max(1, min(limit, 5000))),
+        ).fetchall()
         return [episode_view(dict(r)) for r in rows]
 
 

@@ -5,9 +5,10 @@ and retried on its own; its id is derived from the notification and the channel,
 expansion cannot queue it twice), ``sent`` (fingerprints for the dedup window), ``incidents``
 (apps with open drift: re-checked, resolved when back in sync), ``episodes`` (apps last seen
 OutOfSync and not Synced since: re-checked too, because Argo CD fires its trigger once per
-episode), ``intake`` (idempotency keys of received notifications) and ``resolves`` (the last
-resolve queued per app). All of it lives in the store, so every replica shares the dedup memory
-and the open incidents.
+episode), ``intake`` (idempotency keys of received notifications), ``resolves`` (the last
+resolve queued per app), and issue 21's ``identity_events`` (notifier/identity.py) and
+``drift_journal`` (notifier/journal.py). All of it lives in the store, so every replica shares the
+dedup memory, the open incidents, the identity records and the journal.
 
 Work is claimed with a lease (``lease_until``, ``owner``): a crashed process's lease runs out and
 another takes the work. A backend supplies the transaction, the row lock of a claim (PostgreSQL:
@@ -64,12 +65,36 @@ MIGRATIONS: list[list[str]] = [
         "CREATE TABLE resolves (app TEXT PRIMARY KEY, queued_at REAL NOT NULL)",
         "CREATE INDEX messages_done ON messages(state, created_at)",
     ],
+    # 3: the identity store and the drift journal (issue 21) in every store, shared by the replicas.
+    # IF NOT EXISTS adopts the tables a SQLite file at version 2 already holds (they were created
+    # outside the versioned schema then); "user" and "groups" are quoted (PostgreSQL keywords).
+    [
+        "CREATE TABLE IF NOT EXISTS identity_events (source TEXT NOT NULL, event_id TEXT NOT NULL, at REAL NOT NULL,"
+        ' "user" TEXT NOT NULL, verb TEXT NOT NULL, api_group TEXT NOT NULL, resource TEXT NOT NULL, kind TEXT NOT NULL,'
+        " namespace TEXT NOT NULL, name TEXT NOT NULL, uid TEXT NOT NULL, resource_version TEXT NOT NULL,"
+        ' subresource TEXT NOT NULL, field_manager TEXT NOT NULL, user_agent TEXT NOT NULL, "groups" TEXT NOT NULL,'
+        " source_ips TEXT NOT NULL, impersonated TEXT NOT NULL, stage TEXT NOT NULL, received_at REAL,"
+        " stored_at REAL NOT NULL, PRIMARY KEY (source, event_id))",
+        "CREATE INDEX IF NOT EXISTS identity_by_name ON identity_events(namespace, name)",
+        "CREATE INDEX IF NOT EXISTS identity_by_uid ON identity_events(uid)",
+        "CREATE INDEX IF NOT EXISTS identity_by_at ON identity_events(at)",
+        "CREATE TABLE IF NOT EXISTS drift_journal (id TEXT PRIMARY KEY, app TEXT NOT NULL, app_name TEXT NOT NULL,"
+        " app_namespace TEXT NOT NULL, classes TEXT NOT NULL, severity TEXT NOT NULL, who TEXT NOT NULL,"
+        " who_user TEXT NOT NULL, who_manager TEXT NOT NULL, changes TEXT NOT NULL, changed_at REAL NOT NULL,"
+        " notified_at REAL NOT NULL, alerted TEXT NOT NULL DEFAULT '{}', healed_at REAL,"
+        " healed_by TEXT NOT NULL DEFAULT '', updated_at REAL NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS drift_journal_app ON drift_journal(app, healed_at)",
+        "CREATE INDEX IF NOT EXISTS drift_journal_changed ON drift_journal(changed_at)",
+        # at most one open episode per app: two replicas opening one at once store it once
+        "CREATE UNIQUE INDEX IF NOT EXISTS drift_journal_open ON drift_journal(app) WHERE healed_at IS NULL",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code writes; a store at a higher one was migrated by a newer notifier."""
 
 LOCK_RECHECKS = "rechecks"
 LOCK_SWEEP = "sweep"
+LOCK_IDENTITY = "identity"
 
 
 @dataclass(frozen=True)
@@ -90,6 +115,8 @@ class Outbox(ABC):
     """The driver's errors: a write that raises one of these did not happen."""
     lock_clause = ""
     """Appended to a claim's SELECT (PostgreSQL: ``FOR UPDATE SKIP LOCKED``)."""
+    row_lock = ""
+    """Appended to a read-modify-write's SELECT (PostgreSQL: ``FOR UPDATE``; SQLite's writer lock covers it)."""
 
     def __init__(self, *, lease: float) -> None:
         self.lease = lease
@@ -97,6 +124,8 @@ class Outbox(ABC):
         """Written into ``owner`` with each lease: which replica holds the work (operators, the HA test)."""
         self.write_error = ""
         """This process's last failed write of accepted work ("" once one succeeds): /readyz reports it."""
+        self.identity_retention = 0.0
+        """Seconds identity records are kept (0: no limit); the sweeper deletes older ones."""
 
     # --- what a backend supplies ------------------------------------------------------------------------
 
@@ -129,6 +158,14 @@ class Outbox(ABC):
 
     def _x(self, db: Any, statement: str, params: tuple[Any, ...] | list[Any] = ()) -> Any:
         return db.execute(self._sql(statement), params)
+
+    def _many(self, db: Any, statement: str, rows: list[tuple[Any, ...]]) -> int:
+        """One statement over many parameter rows (in the caller's transaction); rows changed in all."""
+        if not rows:
+            return 0
+        cur = db.cursor()
+        cur.executemany(self._sql(statement), rows)
+        return int(cur.rowcount)
 
     # --- schema ---------------------------------------------------------------------------------------
 
@@ -433,7 +470,8 @@ class Outbox(ABC):
 
         Dead-letters pending messages older than ``dead_after`` that nobody holds (a channel removed
         from the config, say); deletes finished work older than ``retention`` and idempotency keys,
-        dedup memory and resolve records older than ``windows``.
+        dedup memory and resolve records older than ``windows``, and identity records older than
+        ``identity_retention`` (so the retention holds while no new record arrives to prune it).
         """
         now = time.time()
         with self._tx() as db:
@@ -457,6 +495,9 @@ class Outbox(ABC):
             self._x(db, "DELETE FROM intake WHERE received_at<?", (now - windows,))
             self._x(db, "DELETE FROM sent WHERE sent_at<?", (now - windows,))
             self._x(db, "DELETE FROM resolves WHERE queued_at<?", (now - windows,))
+            # the identity prune's own lock too: never two replicas deleting the same rows at once
+            if self.identity_retention > 0 and self._singleton(db, LOCK_IDENTITY):
+                self._x(db, "DELETE FROM identity_events WHERE at<?", (now - self.identity_retention,))
         return {"dead": int(dead), "removed": int(removed)}
 
     # --- for operators and tests ---------------------------------------------------------------------

@@ -69,6 +69,7 @@ class PostgresOutbox(Outbox):
     setting = SETTING
     errors = (psycopg.Error,)
     lock_clause = " FOR UPDATE SKIP LOCKED"
+    row_lock = " FOR UPDATE"
 
     def __init__(self, url: str, *, lease: float = 60.0, connect_wait: float = 10.0) -> None:
         super().__init__(lease=lease)

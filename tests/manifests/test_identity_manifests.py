@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from notifier.settings import ENV
@@ -13,7 +14,9 @@ from notifier.settings import ENV
 from .reference import ROOT, kustomize
 
 
-def built(tmp_path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+def built(
+    tmp_path: Path, components: tuple[str, ...] = ("../../components/identity-admission",)
+) -> dict[tuple[str, str], dict[str, Any]]:
     shutil.copytree(ROOT / "manifests", tmp_path / "manifests")
     overlay = tmp_path / "manifests" / "overlays" / "managed"
     overlay.mkdir(parents=True)
@@ -23,7 +26,7 @@ def built(tmp_path: Path) -> dict[tuple[str, str], dict[str, Any]]:
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
                 "resources": ["../../base"],
-                "components": ["../../components/identity-admission"],
+                "components": list(components),
             }
         )
     )
@@ -59,13 +62,39 @@ def test_the_admission_component_is_observe_only_over_tls(tmp_path: Path) -> Non
         "tls.crt"
     )
     assert all(
-        name in ENV or name.startswith(("DRIFTGUARD_ARGOCD_", "DRIFTGUARD_NOTIFIER_TLS_")) for name in env
+        name in ENV
+        or name == "PGPASSWORD"
+        or name.startswith(("DRIFTGUARD_ARGOCD_", "DRIFTGUARD_NOTIFIER_TLS_"))
+        for name in env
     )
     mounts = {m["name"] for m in containers["admission"]["volumeMounts"]}
     volumes = {v["name"] for v in deploy["spec"]["template"]["spec"]["volumes"]}
     assert mounts <= volumes and "admission-tls" in volumes
     ports = {p["name"]: p["port"] for p in docs[("Service", "driftguard-notifier")]["spec"]["ports"]}
     assert ports == {"http": 8080, "admission": 8443}
+
+
+@pytest.mark.parametrize("admission_first", [True, False])
+def test_with_the_postgresql_variant_admission_records_go_to_the_shared_database(
+    tmp_path: Path, admission_first: bool
+) -> None:
+    """The admission container writes where the notifier replicas read: the database from the Secret."""
+    parts = ["../../components/identity-admission", "../../base/notifier/postgresql"]
+    docs = built(tmp_path, tuple(parts if admission_first else parts[::-1]))
+    pod = docs[("Deployment", "driftguard-notifier")]["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in pod["containers"]}
+    assert set(containers) == {"notifier", "admission"}
+    for name in ("notifier", "admission"):
+        env = {e["name"]: e for e in containers[name]["env"]}
+        for var in ("DRIFTGUARD_NOTIFIER_DATABASE_URL", "PGPASSWORD"):
+            ref = env[var]["valueFrom"]["secretKeyRef"]
+            assert ref["name"] == "driftguard-notifier-database" and "value" not in env[var], (name, var)
+        mounts = {m["name"]: m["mountPath"] for m in containers[name]["volumeMounts"]}
+        assert mounts["database-ca"] == "/etc/driftguard/database-ca"  # the URL's sslrootcert is there
+    [ca] = [v for v in pod["volumes"] if v["name"] == "database-ca"]
+    assert ca["secret"]["secretName"] == "driftguard-notifier-database"
+    assert ("PersistentVolumeClaim", "driftguard-notifier-outbox") not in docs
+    assert [v for v in pod["volumes"] if v["name"] == "outbox"] == [{"name": "outbox", "emptyDir": {}}]
 
 
 def test_the_audit_policy_logs_writes_of_workload_and_config_kinds_at_metadata_level() -> None:

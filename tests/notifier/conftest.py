@@ -134,10 +134,14 @@ def service_env(
 
 
 @pytest.fixture
-def idapp(tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers) -> Iterator[Flask]:
-    settings = make_settings(tmp_path, argo.url, audit_token=AUDIT_TOKEN, read_token=READ_TOKEN)
+def idapp(
+    tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers, outbox_url: str
+) -> Iterator[Flask]:
+    """The notifier with the identity webhooks and the journal on, on each store (``outbox_url``)."""
+    settings = make_settings(tmp_path, argo.url, outbox_url, audit_token=AUDIT_TOKEN, read_token=READ_TOKEN)
     application = create_app(settings, config=make_config(rx))
     yield application
     state = application.extensions["driftguard"]
     state.worker.stop()
     state.worker.expander.close()
+    state.outbox.close()

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 from flask import Flask
 
 from notifier.app import create_app
@@ -34,7 +33,7 @@ def everything(rx: Receivers) -> str:
 
 
 def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
-    app: Flask, argo: FakeArgo, rx: Receivers, request: pytest.FixtureRequest
+    app: Flask, argo: FakeArgo, rx: Receivers
 ) -> None:
     drill_app(argo)
     deliver(app, notification())
@@ -51,9 +50,8 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
     ).splitlines()
     gpu_line = next(line for line in lines if "nvidia.com/gpu" in line)
     # a readable path (the container by name), the field manager labelled as one, the time with its
-    # age; on SQLite the identity join ran and found no record (no audit or admission source fed),
-    # on PostgreSQL the join is off (docs/identity.md) and says nothing
-    unmatched = "（未匹配到身份记录）" if "sqlite" in request.node.name else ""
+    # age; on both stores the identity join ran and found no record (no audit or admission source fed)
+    unmatched = "（未匹配到身份记录）"
     assert gpu_line.startswith(
         '- **Deployment** ai-serving/deepseek-inference · containers&#91;server&#93;.resources.limits&#91;"nvidia.com/gpu"&#93;：2 → **4** · 通过 kubectl-patch 修改'
         + unmatched

@@ -7,6 +7,9 @@ SIGKILL. Its leases run out (DRIFTGUARD_NOTIFIER_LEASE=2) and the others finish 
 is down; it is started again and delivery resumes by itself. Then: nothing accepted is lost (each
 app's three channels heard), and a message heard twice is one whose lease ran out (claimed twice,
 ``attempts`` >= 2: it was in flight at the kill or the restart), counted and printed as a table.
+
+And issue 21 on the same footing: an identity received by one replica names the person in the
+alert another sends, and the journal's episode is healed by a third and read from any.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ import psycopg
 import pytest
 import requests
 
+from standins.apiserver import audit_event, event_list
 from standins.argo_api import FakeArgo
 from standins.drill import serve_drill
 from standins.postgres import PgServer
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
 
-from .conftest import PD_KEY, TOKEN, service_env
+from .conftest import AUDIT_TOKEN, PD_KEY, READ_TOKEN, TOKEN, service_env
+from .test_identity import alerts_name, retime_patch
 
 PATHS = ("/feishu", "/slack", "/pagerduty")
 FIRST, SECOND = 500, 100
@@ -99,6 +104,10 @@ def test_three_replicas_kill_9_and_a_database_restart_lose_nothing(
         DRIFTGUARD_NOTIFIER_LEASE="2",
         DRIFTGUARD_NOTIFIER_DATABASE_URL=url,
         DRIFTGUARD_NOTIFIER_DEDUP_WINDOW="0",
+        # no re-check during the run: with dedup off, a re-check re-alerts every open app, which on a
+        # loaded machine (delivery slower than the 60 s default) floods the count of duplicates and
+        # leaves fresh pending messages at the end; neither is what a kill or a restart did
+        DRIFTGUARD_NOTIFIER_RECHECK_INTERVAL="3600",
     )
     ports = [free_port() for _ in range(3)]
     procs: list[subprocess.Popen[bytes]] = []
@@ -183,3 +192,99 @@ def test_three_replicas_kill_9_and_a_database_restart_lose_nothing(
     finally:
         for proc in procs:
             stop(proc)
+
+
+def _incidents(port: int) -> list[dict[str, object]]:
+    resp = requests.get(
+        f"http://127.0.0.1:{port}/v1/incidents",
+        headers={"Authorization": f"Bearer {READ_TOKEN}"},
+        timeout=10,
+    )
+    assert resp.status_code == 200, resp.text
+    return list(resp.json()["episodes"])
+
+
+def test_identity_at_one_replica_names_the_person_in_another_replicas_alert_and_a_third_heals(
+    tmp_path: Path, argo: FakeArgo, rx: Receivers, pg: PgServer
+) -> None:
+    """Real gunicorn replicas on one PostgreSQL: A takes the audit batch (and runs no delivery), B
+    expands and sends the alerts naming the person; B goes away, C heals the episode B opened; the
+    journal reads the same from every replica. Bad posts get their 4xx from PostgreSQL-backed A too."""
+    serve_drill(argo)
+    at = int(time.time()) - 2
+    stamp = retime_patch(argo, at)
+    url = pg.new_database()
+    env = service_env(
+        tmp_path,
+        argo,
+        rx.channels(feishu_secret="feishu-signing-secret", routing_key=PD_KEY, slack_locale="en"),
+        DRIFTGUARD_ARGOCD_RETRIES="0",
+        DRIFTGUARD_NOTIFIER_DATABASE_URL=url,
+        DRIFTGUARD_NOTIFIER_AUDIT_TOKEN=AUDIT_TOKEN,
+        DRIFTGUARD_NOTIFIER_READ_TOKEN=READ_TOKEN,
+    )
+    a_port, b_port, c_port = free_port(), free_port(), free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(
+            start_gunicorn(
+                "notifier.app:create_app()",
+                a_port,
+                {**env, "DRIFTGUARD_NOTIFIER_WORKER": "false"},
+                tmp_path / "a.log",
+                workers=1,
+            )
+        )
+        procs.append(start_gunicorn("notifier.app:create_app()", b_port, env, tmp_path / "b.log", workers=1))
+        b_pids = {str(p) for p in _children(procs[1].pid)}
+        audit = f"http://127.0.0.1:{a_port}/v1/audit"
+        auth = {"Authorization": f"Bearer {AUDIT_TOKEN}"}
+        sent = requests.post(
+            audit, data=json.dumps(event_list(audit_event(at=at + 0.3))), headers=auth, timeout=10
+        )
+        assert sent.status_code == 200 and sent.json()["stored"] == 1, sent.text
+        for headers, raw, status in (
+            ({}, b"{}", 401),
+            (auth, b"not json", 400),
+            (auth, json.dumps({"kind": "EventList", "apiVersion": "v1", "items": []}).encode(), 400),
+            (auth, b"x" * (2 * 1024 * 1024), 413),
+        ):
+            bad = requests.post(audit, data=raw, headers=headers, timeout=10)
+            assert bad.status_code == status and bad.json()["error"], (status, bad.text)
+
+        assert _post_notification(b_port, "on-drift-detected").status_code == 202
+        # the journal takes each channel's time just after the receiver took the alert
+        _wait(lambda: [len(e["alerted_at"]) for e in _incidents(a_port)] == [3], 60, "the three alerts")  # type: ignore[arg-type]
+        alerts_name(rx, f"alice@example.com via kubectl-patch, {stamp[11:19]}", "audit")
+        with psycopg.connect(url) as db:
+            owners = {r[0].rsplit(":", 1)[1] for r in db.execute("SELECT owner FROM messages").fetchall()}
+        assert owners and owners <= b_pids  # B sent them: A runs no delivery
+        [seen_a], [seen_b] = _incidents(a_port), _incidents(b_port)
+        assert seen_a == seen_b and seen_a["user"] == "alice@example.com" and seen_a["open"]
+        assert sorted(seen_a["alerted_at"]) == ["feishu", "pagerduty", "slack"]  # type: ignore[call-overload]
+
+        # B goes away; C (another replica) sees the self-heal that A received and closes B's episode
+        stop(procs[1])
+        procs.append(start_gunicorn("notifier.app:create_app()", c_port, env, tmp_path / "c.log", workers=1))
+        serve_drill(argo, patched=False, secret_changed=False, sync="Synced")
+        argo.apps[("argocd", "deepseek-inference")]["status"]["operationState"]["operation"] = {
+            "initiatedBy": {"automated": True}
+        }
+        assert _post_notification(a_port, "on-sync-succeeded").status_code == 202
+        _wait(lambda: [e["open"] for e in _incidents(c_port)] == [False], 60, "the heal")
+        [healed] = _incidents(a_port)
+        assert healed["id"] == seen_a["id"] and healed["healed_by"] == "self-heal"
+        assert _incidents(c_port) == [healed]
+    finally:
+        for proc in procs:
+            stop(proc)
+
+
+def _post_notification(port: int, trigger: str) -> requests.Response:
+    body = {"trigger": trigger, "app": {"metadata": {"name": "deepseek-inference", "namespace": "argocd"}}}
+    return requests.post(
+        f"http://127.0.0.1:{port}/v1/notifications",
+        data=json.dumps(body),
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=10,
+    )

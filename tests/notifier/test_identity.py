@@ -122,17 +122,19 @@ def test_drill_patch_with_its_audit_event_names_alice_on_all_channels_and_in_the
     assert set(d["to_alert_by_channel"]) == {"feishu", "pagerduty", "slack"}
     assert incidents(idapp)["summary"]["top_people"] == [{"who": "alice@example.com", "episodes": 1}]
 
-    # the same journal for the terminal
-    outbox = str(idapp.extensions["driftguard"].settings.outbox)
-    text = cli("incidents", "--outbox", outbox, "--who", "alice@example.com")
+    # the same journal for the terminal, on the same store
+    settings = idapp.extensions["driftguard"].settings
+    store = (
+        ("--database-url", settings.database_url)
+        if settings.database_url
+        else ("--outbox", str(settings.outbox))
+    )
+    text = cli("incidents", *store, "--who", "alice@example.com")
     assert "argocd/deepseek-inference  " + healed["actor"].split(" (")[0] in text.splitlines()[0]
     assert "alerted after" in text and "feishu, pagerduty, slack" in text and "(self-heal)" in text
-    as_json = json.loads(cli("incidents", "--outbox", outbox, "--json", "--app", "deepseek-inference"))
+    as_json = json.loads(cli("incidents", *store, "--json", "--app", "deepseek-inference"))
     assert [e["id"] for e in as_json["episodes"]] == [healed["id"]]
-    assert (
-        cli("incidents", "--outbox", outbox, "--who", "nobody@example.com").strip()
-        == "no drift episode matches"
-    )
+    assert cli("incidents", *store, "--who", "nobody@example.com").strip() == "no drift episode matches"
 
 
 def cli(*args: str) -> str:
@@ -253,10 +255,10 @@ def test_admission_always_allows_and_rejects_only_the_unreadable(idapp: Flask) -
 
 
 def test_the_store_is_bounded_and_forgets_after_the_retention(
-    tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers
+    tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers, outbox_url: str
 ) -> None:
     settings = make_settings(
-        tmp_path, argo.url, audit_token=AUDIT_TOKEN, identity_max_rows=50, identity_retention=3600
+        tmp_path, argo.url, outbox_url, audit_token=AUDIT_TOKEN, identity_max_rows=50, identity_retention=3600
     )
     application = create_app(settings, config=make_config(rx))
     try:
@@ -273,6 +275,7 @@ def test_the_store_is_bounded_and_forgets_after_the_retention(
         assert store.candidates(namespace="ai-serving", name="old", uid="") == []
     finally:
         application.extensions["driftguard"].worker.expander.close()
+        application.extensions["driftguard"].outbox.close()
 
 
 def test_reading_the_journal_needs_the_read_token_not_the_webhook_token(idapp: Flask) -> None:
@@ -286,28 +289,3 @@ def test_reading_the_journal_needs_the_read_token_not_the_webhook_token(idapp: F
     assert ok.status_code == 200 and ok.get_json()["episodes"] == []
     bad = client.get("/v1/incidents?since=yesterday", headers={"Authorization": f"Bearer {READ_TOKEN}"})
     assert bad.status_code == 400 and "since" in bad.get_json()["error"]
-
-
-def test_with_postgresql_the_identity_and_journal_endpoints_say_they_are_off(
-    tmp_path: Path, argo: argo_api.FakeArgo, rx: receivers.Receivers, pg: Any
-) -> None:
-    """Their SQL is SQLite's: with the PostgreSQL outbox they are off, said plainly, and drift
-    alerts still go out (the join is skipped, never a failed expansion)."""
-    settings = make_settings(
-        tmp_path, argo.url, pg.new_database(), audit_token=AUDIT_TOKEN, read_token=READ_TOKEN
-    )
-    application = create_app(settings, config=make_config(rx))
-    try:
-        client = application.test_client()
-        resp = audit_post(client, event_list(audit_event(at=time.time())))
-        assert resp.status_code == 501 and "needs the SQLite outbox" in resp.get_json()["error"]
-        resp = client.get("/v1/incidents", headers={"Authorization": f"Bearer {READ_TOKEN}"})
-        assert resp.status_code == 501
-        serve_drill(argo)
-        deliver(application, notification())
-        assert len(rx.on("/slack")) == 1
-    finally:
-        state = application.extensions["driftguard"]
-        state.worker.stop()
-        state.worker.expander.close()
-        state.outbox.close()

@@ -1,7 +1,7 @@
 """/incidents in a real browser: Debian's chromium headless, driven by chromedriver's W3C WebDriver API.
 
-The drill runs in-process on a temp outbox (audit Event, kubectl patch, alerts, self-heal); then the
-CLI's gunicorn serves that outbox and chromium opens the page, signs in with the read token through
+The drill runs in-process on a temp outbox, SQLite or PostgreSQL (audit Event, kubectl patch,
+alerts, self-heal); then the CLI's gunicorn serves that outbox and chromium opens the page, signs in with the read token through
 the page's own form, and finds the episode, its person and its timeline. Nothing downloads a
 browser: ``make setup`` installs ``chromium`` and ``chromium-driver`` from Debian when run as root.
 """
@@ -133,6 +133,7 @@ def test_the_page_shows_the_drills_episode_its_person_and_its_timeline(
         {"slack": {"type": "slack", "url": "https://hooks.example.com/x"}},
         DRIFTGUARD_NOTIFIER_WORKER="false",
         DRIFTGUARD_NOTIFIER_READ_TOKEN=READ_TOKEN,
+        DRIFTGUARD_NOTIFIER_DATABASE_URL=idapp.extensions["driftguard"].settings.database_url,  # "" on SQLite
     )
     port = free_port()
     server = start_cli("driftguard-notifier", port, env, tmp_path / "gunicorn.log", workers=1)
