@@ -91,8 +91,6 @@ def match() -> tuple[Response, int]:
     except ValueError as exc:
         return _error(400, str(exc))
     store = current_app.extensions["driftguard"].identities
-    if store is None:
-        return _error(501, "the identity store is not available with this outbox")
     matches: list[dict[str, Any] | None] = []
     seen: dict[tuple[str, str, str], Any] = {}
     try:
@@ -186,7 +184,6 @@ OPENAPI_PATHS: dict[str, Any] = {
                 "401": _err("Missing or wrong read token"),
                 "403": _err("Reading is off (no read token or trusted header configured)"),
                 "413": _err("More writes than one question may hold, or the body is too large"),
-                "501": _err("The identity store is not available with this outbox"),
                 "503": _err("The identity store cannot be read: ask again"),
             },
         }
