@@ -14,10 +14,10 @@ def post_worker_init(worker: Any) -> None:
     Flask, Jinja, psycopg, prometheus-client and the app's own tables are a few hundred thousand
     long-lived objects; every full collection walked all of them, a pause of tens of milliseconds
     in the middle of whichever request triggered it (the admission webhook's p99 showed them).
-    ``gc.freeze()`` after a collection keeps them out of every later one (the CPython docs'
-    advice for pre-fork servers); what requests allocate is collected as before.
+    ``gc.freeze()`` keeps them out of every later one (the CPython docs' advice for pre-fork
+    servers); what requests allocate is collected as before. No collection first: it would cost the
+    boot that same pause while probes wait, for the little import-time garbage it could free.
     """
-    gc.collect()
     gc.freeze()
 
 

@@ -151,7 +151,10 @@ def test_the_page_shows_the_drills_episode_its_person_and_its_timeline(
             try:
                 requests.get(f"{url}/healthz", timeout=2)
                 break
-            except requests.ConnectionError:
+            except (
+                requests.ConnectionError,
+                requests.Timeout,
+            ):  # the worker still booting on a loaded machine
                 time.sleep(0.1)
         browser.go(f"{url}/incidents")
         assert browser.js("return document.querySelectorAll('tr.episode').length") == 0  # not signed in
