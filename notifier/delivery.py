@@ -104,14 +104,16 @@ class Worker:
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="driftguard-delivery", daemon=True)
             self._thread.start()
+            self.outbox.listen(self.wake)  # PostgreSQL: other replicas' new work wakes this loop too
 
     def wake(self) -> None:
-        """New work in this process: do not wait for the next poll."""
+        """New work (this process's, or another replica's on PostgreSQL): do not wait for the next poll."""
         self._wake.set()
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._wake.set()
+        self.outbox.unlisten()
         if self._thread is not None:
             self._thread.join(timeout)
         self._pool.shutdown(wait=True, cancel_futures=False)
@@ -129,7 +131,8 @@ class Worker:
                 )
                 busy = False
             if not busy:
-                # other processes' work is found by polling; this process's own by wake()
+                # this process's own work wakes it (wake()), other replicas' by LISTEN/NOTIFY on
+                # PostgreSQL; the poll is the safety net
                 self._wake.wait(self.poll)
                 self._wake.clear()
 
@@ -174,9 +177,15 @@ class Worker:
         self._reap()
         started = False
         while (msg := self.outbox.claim_message(exclude_channels=frozenset(self._inflight))) is not None:
-            self._inflight[msg.row["channel"]] = self._pool.submit(self._send, msg)
+            self._submit(msg)
             started = True
         return started
+
+    def _submit(self, msg: Claimed) -> None:
+        future = self._pool.submit(self._send, msg)
+        # the channel is free again: claim its next message now, not at the next poll
+        future.add_done_callback(lambda _: self._wake.set())
+        self._inflight[msg.row["channel"]] = future
 
     def drain(self, timeout: float = 30.0) -> None:
         """Run until the outbox holds no pending work, or ``timeout`` passes (tests, the demo, a shutdown)."""
@@ -217,7 +226,13 @@ class Worker:
         except Exception as exc:  # anything else is retried, then ends in the fallback alert
             self._failed(claimed, stage=stage, exc=exc, app=app_info)
             return
-        queued = self.outbox.finish_notification(claimed.id, messages)
+        self._reap()
+        # queued already leased to us for every channel not busy here: sent now, with no claim in between
+        queued, leased = self.outbox.finish_and_claim(
+            claimed.id, messages, claim=frozenset(self.channels) - frozenset(self._inflight)
+        )
+        for msg in leased:
+            self._submit(msg)
         self.metrics.expanded(outcome)
         self.metrics.changes(report)
         event(

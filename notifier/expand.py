@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,22 @@ class Expander:
         self.policy = policy
         self.identities = identities
         self.jq = JqRunner()
+        self._fetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="driftguard-argocd")
 
     def report(self, name: str, app_namespace: str) -> tuple[dict[str, Any], DriftReport]:
-        """(Application, DriftReport); NotFound or UpstreamUnavailable from the API."""
-        app = self.client.application(name, app_namespace)
-        items = self.client.managed_resources(name, app_namespace)
+        """(Application, DriftReport); NotFound or UpstreamUnavailable from the API.
+
+        The two reads are independent, so they are asked at the same time: a notification waits
+        for one Argo CD round trip, not two. The Application's error wins (it says "not found").
+        """
+        managed = self._fetch.submit(self.client.managed_resources, name, app_namespace)
+        try:
+            app = self.client.application(name, app_namespace)
+        except BaseException:
+            if not managed.cancel():
+                managed.exception()  # waited for, so no read outlives the notification
+            raise
+        items = managed.result()
         report = build_report(
             app, items, system_rules=self.system_rules, policy=self.policy, redactor=self.redactor, jq=self.jq
         )
@@ -71,5 +83,6 @@ class Expander:
         return app, report
 
     def close(self) -> None:
+        self._fetch.shutdown(wait=True)
         self.jq.close()
         self.client.close()

@@ -150,5 +150,5 @@ def receive() -> tuple[Response, int]:
         state.metrics.received("duplicate")
         return jsonify({"id": nid, "duplicate": True}), 202
     state.metrics.received("accepted")
-    state.worker.wake()  # this process's worker starts at once; the others find it by polling
+    state.worker.wake()  # this process's worker starts at once (other replicas: LISTEN/NOTIFY, else polling)
     return jsonify({"id": nid}), 202

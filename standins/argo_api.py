@@ -108,6 +108,11 @@ def application(
 
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeArgo
+    # HTTP/1.1 keep-alive with Nagle off, as the real services' servers (Go net/http, nginx) answer:
+    # an HTTP/1.0 stand-in made every request a new connection and a new thread, which the real
+    # receivers never cost a client that keeps its connections
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         return

@@ -27,6 +27,7 @@ import socket
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -153,6 +154,22 @@ class Outbox(ABC):
     def close(self) -> None:
         """Close this thread's connection."""
 
+    def listen(self, wake: Callable[[], None]) -> None:  # noqa: B027 - optional; SQLite is one replica
+        """Call ``wake`` whenever another process queues work, if the store can say so (PostgreSQL)."""
+
+    def unlisten(self) -> None:  # noqa: B027 - optional, as ``listen``
+        """Stop calling the ``listen`` callback."""
+
+    def _queued(self) -> None:  # noqa: B027 - optional, as ``listen``
+        """After a commit that queued work others may take: tell the listening processes."""
+
+    def _lease_only(self, db: Any) -> None:  # noqa: B027 - an optional hook; SQLite has nothing to relax
+        """Inside a transaction that writes only a lease: the backend may commit it without waiting for the disk.
+
+        A lease lost in a database crash only makes the row claimable again (at-least-once holds);
+        PostgreSQL then skips the WAL flush of this commit (``synchronous_commit``).
+        """
+
     def _sql(self, statement: str) -> str:
         return statement
 
@@ -247,15 +264,19 @@ class Outbox(ABC):
             self.write_error = _reason(exc)
             raise StoreUnavailable(self.write_error) from exc
         self.write_error = ""
+        self._queued()
         return nid, False
 
     def claim_notification(self, now: float | None = None) -> Claimed | None:
         now = time.time() if now is None else now
+        due = "FROM notifications WHERE state='pending' AND next_at<=? AND lease_until<?"
+        if self._x(self._conn(), f"SELECT 1 AS due {due} LIMIT 1", (now, now)).fetchone() is None:
+            return None  # an idle poll: a plain read, no write lock taken (SQLite) and no transaction (both)
         with self._tx() as db:
+            self._lease_only(db)
             row = self._x(
                 db,
-                f"SELECT * FROM notifications WHERE state='pending' AND next_at<=? AND lease_until<?"  # noqa: S608 - fixed text
-                f" ORDER BY received_at LIMIT 1{self.lock_clause}",
+                f"SELECT * {due} ORDER BY received_at LIMIT 1{self.lock_clause}",
                 (now, now),
             ).fetchone()
             if row is None:
@@ -271,15 +292,56 @@ class Outbox(ABC):
         self, nid: str, messages: list[dict[str, Any]], *, error: str = "", state: str = "done"
     ) -> int:
         """Mark a notification expanded (``done``, or ``dead`` after a fallback alert) and queue its messages, atomically."""
+        return self.finish_and_claim(nid, messages, error=error, state=state, claim=frozenset())[0]
+
+    def finish_and_claim(
+        self,
+        nid: str,
+        messages: list[dict[str, Any]],
+        *,
+        claim: frozenset[str] | None = None,
+        error: str = "",
+        state: str = "done",
+    ) -> tuple[int, list[Claimed]]:
+        """``finish_notification``, and the new messages of the channels in ``claim`` queued already leased to us.
+
+        The expanding replica sends them at once: the lease is written in the transaction that
+        queues them (a crash before the send leaves a lease that runs out, as after any claim), so
+        there is no second transaction per message between expansion and send. ``claim=None``:
+        every channel. A message that already existed (a replayed expansion) is never leased here.
+        """
         now = time.time()
         queued = 0
+        leased: list[Claimed] = []
         with self._tx() as db:
             for m in messages:
                 mid = hashlib.sha256(f"{nid}\0{m['channel']}\0{m['kind']}".encode()).hexdigest()[:32]
+                take = (claim is None or m["channel"] in claim) and m["channel"] not in {
+                    c.row["channel"] for c in leased
+                }
+                row = {
+                    "id": mid,
+                    "notification_id": nid,
+                    "channel": m["channel"],
+                    "kind": m["kind"],
+                    "app": m["app"],
+                    "fingerprint": m["fingerprint"],
+                    "payload": json.dumps(m["payload"]),
+                    "state": "pending",
+                    "attempts": 1 if take else 0,
+                    "next_at": now,
+                    "lease_until": now + self.lease if take else 0.0,
+                    "owner": self.replica if take else "",
+                    "created_at": now,
+                    "received_at": m["received_at"],
+                    "sent_at": None,
+                    "last_error": "",
+                }
                 cur = self._x(
                     db,
                     "INSERT INTO messages(id, notification_id, channel, kind, app, fingerprint, payload, state, next_at,"
-                    " created_at, received_at) VALUES (?,?,?,?,?,?,?,'pending',?,?,?) ON CONFLICT(id) DO NOTHING",
+                    " created_at, received_at, attempts, lease_until, owner)"
+                    " VALUES (?,?,?,?,?,?,?,'pending',?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
                     (
                         mid,
                         nid,
@@ -287,19 +349,26 @@ class Outbox(ABC):
                         m["kind"],
                         m["app"],
                         m["fingerprint"],
-                        json.dumps(m["payload"]),
+                        row["payload"],
                         now,
                         now,
                         m["received_at"],
+                        row["attempts"],
+                        row["lease_until"],
+                        row["owner"],
                     ),
                 )
                 queued += cur.rowcount
+                if take and cur.rowcount:
+                    leased.append(Claimed(mid, row))
             self._x(
                 db,
                 "UPDATE notifications SET state=?, done_at=?, last_error=?, lease_until=0 WHERE id=?",
                 (state, now, error[:500], nid),
             )
-        return queued
+        if queued > len(leased):
+            self._queued()  # messages of channels busy here: another process may send them now
+        return queued, leased
 
     def retry_notification(self, nid: str, *, delay: float, error: str) -> None:
         with self._tx() as db:
@@ -321,11 +390,14 @@ class Outbox(ABC):
         """
         now = time.time() if now is None else now
         cond, param = self._not_busy(exclude_channels)
+        due = f"FROM messages WHERE state='pending' AND next_at<=? AND lease_until<? AND {cond}"
+        if self._x(self._conn(), f"SELECT 1 AS due {due} LIMIT 1", (now, now, param)).fetchone() is None:
+            return None  # an idle poll: a plain read, no write lock taken (SQLite) and no transaction (both)
         with self._tx() as db:
+            self._lease_only(db)
             row = self._x(
                 db,
-                f"SELECT * FROM messages WHERE state='pending' AND next_at<=? AND lease_until<? AND {cond}"  # noqa: S608 - fixed text
-                " ORDER BY next_at, created_at LIMIT 1" + self.lock_clause,
+                f"SELECT * {due} ORDER BY next_at, created_at LIMIT 1" + self.lock_clause,
                 (now, now, param),
             ).fetchone()
             if row is None:
@@ -518,7 +590,14 @@ class Outbox(ABC):
         return self.query("SELECT * FROM messages ORDER BY created_at")
 
     def query(self, statement: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        """Run one statement (``?`` placeholders) in a transaction; its rows, if any (operators, tests)."""
+        """Run one statement (``?`` placeholders) in a transaction; its rows, if any (operators, tests).
+
+        A SELECT is a plain read: on SQLite a write transaction would hold the file's write lock
+        and make the notifier's own writers wait (a watcher polling the outbox slowed what it watched).
+        """
+        if statement.lstrip()[:6].upper() == "SELECT":
+            cur = self._x(self._conn(), statement, params)
+            return [dict(r) for r in cur.fetchall()]
         with self._tx() as db:
             cur = self._x(db, statement, params)
             return [dict(r) for r in cur.fetchall()] if cur.description else []

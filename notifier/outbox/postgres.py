@@ -14,15 +14,21 @@ add defaults it lacks: a 3 s connect timeout and TCP keepalives, so a database t
 fails fast (webhooks answer 503, /readyz turns not ready) instead of hanging a worker. Each thread
 keeps one connection and opens a new one after the old one broke, so delivery resumes by itself
 when the database is back.
+
+Wake-ups: a replica that stored a notification (or queued messages it cannot send at once) sends
+``NOTIFY driftguard_notifier_work``; every replica's delivery loop LISTENs on a connection of its
+own and looks at once, instead of at its next poll (0.2 s). The poll stays as the safety net: a
+lost notification or a listener reconnecting delays work by one poll, never loses it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,6 +42,8 @@ from notifier.outbox.base import Outbox
 __all__ = ["PostgresOutbox", "describe"]
 
 SETTING = "DRIFTGUARD_NOTIFIER_DATABASE_URL"
+CHANNEL = "driftguard_notifier_work"
+"""The LISTEN/NOTIFY channel: a replica that stored work wakes the others' delivery loops at once."""
 _DEFAULTS = {
     "connect_timeout": "3",
     "application_name": "driftguard-notifier",
@@ -85,6 +93,8 @@ class PostgresOutbox(Outbox):
         self._conninfo = make_conninfo("", **params)
         self.where = describe(url)
         self._local = threading.local()
+        self._listener: threading.Thread | None = None
+        self._unlisten = threading.Event()
         deadline = time.monotonic() + connect_wait
         while True:
             try:
@@ -121,6 +131,44 @@ class PostgresOutbox(Outbox):
         conn = self._conn()
         with conn.transaction():
             yield conn
+
+    def _queued(self) -> None:
+        # after the commit, in a statement of its own: NOTIFY inside the intake transaction would
+        # hold PostgreSQL's global notify lock through that commit's WAL flush, one intake at a time
+        with contextlib.suppress(psycopg.Error):  # the work is stored; the others find it by polling
+            self._conn().execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        if self._listener is None or not self._listener.is_alive():
+            self._unlisten.clear()
+            self._listener = threading.Thread(
+                target=self._listen, args=(wake,), name="driftguard-listen", daemon=True
+            )
+            self._listener.start()
+
+    def unlisten(self) -> None:
+        self._unlisten.set()
+        if self._listener is not None:
+            self._listener.join(5.0)
+            self._listener = None
+
+    def _listen(self, wake: Callable[[], None]) -> None:
+        """One connection of its own that LISTENs; reconnects after the database went away."""
+        while not self._unlisten.is_set():
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    wake()  # whatever was queued while nobody here listened
+                    while not self._unlisten.is_set():
+                        for _ in conn.notifies(timeout=1.0):
+                            wake()
+            except psycopg.Error:
+                self._unlisten.wait(1.0)  # down: polling goes on meanwhile, and so does this, each second
+
+    def _lease_only(self, db: Any) -> None:
+        # a claim's commit need not wait for the WAL flush (fsync): lost in a crash, the lease only
+        # makes the row claimable again; what we accepted and what we queued is always flushed
+        db.execute("SET LOCAL synchronous_commit TO OFF")
 
     def _singleton(self, db: Any, name: str) -> bool:
         row = db.execute("SELECT pg_try_advisory_xact_lock(%s) AS ok", (_key(name),)).fetchone()

@@ -86,12 +86,14 @@ def test_argo_cd_down_keeps_the_notification_and_retries(app: Flask, argo: FakeA
     drill_app(argo)
     argo.fail_with = 503
     post(app.test_client(), notification())
+    worker(app).retry_base = 60.0  # a backoff longer than the pass: exactly one attempt in it
     worker(app).run_once()
-    [row] = outbox(app).query("SELECT state, attempts, last_error FROM notifications")
-    # one attempt, or two when the (test-short) backoff ran out within the same pass
-    assert row["state"] == "pending" and row["attempts"] in (1, 2) and "unreachable" in row["last_error"]
+    [row] = outbox(app).query("SELECT state, attempts, last_error, next_at FROM notifications")
+    assert row["state"] == "pending" and row["attempts"] == 1 and "unreachable" in row["last_error"]
+    assert row["next_at"] > time.time() + 20  # retried later, with backoff
     assert rx.captured == []
     argo.fail_with = None
+    outbox(app).query("UPDATE notifications SET next_at=0")  # the backoff has passed
     worker(app).drain()
     assert len(rx.on("/feishu")) == 1
 
