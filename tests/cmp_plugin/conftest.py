@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,28 @@ def generate(repo: Path) -> Generate:
         )
 
     return run
+
+
+def kill_preload_servers(root: Path) -> None:
+    """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
+
+    A server lives as long as its socket (cmp_plugin/preload.py) and pytest keeps old temporary
+    directories, so a test that started one must not leave it behind, whatever the test did.
+    """
+    marker = str(root).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"cmp_plugin.preload" in argv and any(a.startswith(marker) for a in argv):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+@pytest.fixture
+def no_preload_servers_left(tmp_path: Path) -> Iterator[None]:
+    yield
+    kill_preload_servers(tmp_path)

@@ -35,6 +35,12 @@ class Run:
         self.pid, self.returncode, self.stdout, self.stderr = proc.pid, proc.returncode, out, err
 
 
+
+@pytest.fixture(autouse=True)
+def _no_server_left(no_preload_servers_left: None) -> None:
+    """Every server a test here starts is killed at its end (tests/cmp_plugin/conftest.py)."""
+
+
 @pytest.fixture
 def cache(repo: Path) -> Iterator[Path]:
     path = repo.parent / "cache"
