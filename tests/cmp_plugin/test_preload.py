@@ -35,7 +35,6 @@ class Run:
         self.pid, self.returncode, self.stdout, self.stderr = proc.pid, proc.returncode, out, err
 
 
-
 @pytest.fixture(autouse=True)
 def _no_server_left(no_preload_servers_left: None) -> None:
     """Every server a test here starts is killed at its end (tests/cmp_plugin/conftest.py)."""

@@ -29,7 +29,6 @@ from .test_preload import Run, alive, server_pid, starts, wait_for, wrapper
 APP = "charts/platform"
 
 
-
 @pytest.fixture(autouse=True)
 def _no_server_left(no_preload_servers_left: None) -> None:
     """Every server a test here starts is killed at its end (tests/cmp_plugin/conftest.py)."""
