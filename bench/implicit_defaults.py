@@ -25,6 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import chart_cases  # noqa: E402
 
 from cmp_plugin.argo_env import AppEnv, parse_parameters  # noqa: E402
 from cmp_plugin.guards.implicit_defaults import analyse  # noqa: E402
@@ -133,10 +136,7 @@ def on_corpus(charts: Path, runs: int) -> int:
                 )
                 continue
             if PRELOAD == "on":  # the first render started the preload server: wait for it
-                for _ in range(100):
-                    if (Path(cache) / "preload.sock").exists():
-                        break
-                    time.sleep(0.05)
+                chart_cases.wait_for_preload(Path(cache))
             lines = [x for x in err.splitlines() if "rely on chart defaults" in x or "implicit" in x]
             keys = int(lines[0].split()[2]) if lines else 0
             on, off = [], []
@@ -153,19 +153,6 @@ def on_corpus(charts: Path, runs: int) -> int:
     return 0
 
 
-def compile_bytecode() -> None:
-    """Bytecode for the project's packages, as the image has it (Dockerfile: compileall).
-
-    With PYTHONDONTWRITEBYTECODE set (the image sets it, some machines do) a module changed since
-    its .pyc was written is compiled from source by every process that imports it: ~5 ms a module,
-    a cost the sidecar never pays.
-    """
-    import compileall
-
-    for package in ("driftguard", "cmp_plugin", "notifier", "analysis_provider"):
-        compileall.compile_dir(str(ROOT / package), quiet=1)
-
-
 def main() -> int:
     import argparse
 
@@ -176,7 +163,7 @@ def main() -> int:
         "--preload", choices=("on", "off"), default="on", help="DRIFTGUARD_CMP_PRELOAD (default on)"
     )
     args = ap.parse_args()
-    compile_bytecode()
+    chart_cases.compile_bytecode()
     global PRELOAD  # a benchmark's one switch
     PRELOAD = args.preload
     if args.corpus.is_dir():

@@ -24,7 +24,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,19 +32,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import chart_cases  # noqa: E402
 
 MEDIAN_TARGET, MAX_TARGET = 1.3, 1.8
-
-
-def compile_bytecode() -> None:
-    """Bytecode for the project's packages, as the image has it (Dockerfile: compileall).
-
-    With PYTHONDONTWRITEBYTECODE set (the image sets it, some machines do) a module changed since
-    its .pyc was written is compiled from source by every process that imports it: ~5 ms a module,
-    a cost the sidecar never pays.
-    """
-    import compileall
-
-    for package in ("driftguard", "cmp_plugin", "notifier", "analysis_provider"):
-        compileall.compile_dir(str(ROOT / package), quiet=1)
 
 
 def main() -> int:
@@ -67,7 +53,7 @@ def main() -> int:
         [str(ROOT / ".tools/bin"), str(Path(sys.executable).parent), os.environ["PATH"]]
     )
     t = chart_cases.tools()
-    compile_bytecode()
+    chart_cases.compile_bytecode()
     cases = chart_cases.find_cases(args.corpus.resolve(), only=frozenset(filter(None, args.only.split(","))))
     load_before = os.getloadavg()
     rows, skipped = [], []
@@ -85,10 +71,7 @@ def main() -> int:
             resources = len(chart_cases.objects(out))
             chart_cases.run(dg, case.app_dir, env)  # warm: the launch plan and baseline exist from now on
             if args.preload == "on":  # and the preload server the first render started
-                for _ in range(100):
-                    if (cache / "preload.sock").exists():
-                        break
-                    time.sleep(0.05)
+                chart_cases.wait_for_preload(cache)
                 chart_cases.run(dg, case.app_dir, env)
             ratios, bare_ms, dg_ms = [], [], []
             for i in range(args.runs):
