@@ -17,6 +17,12 @@ COPY analysis_provider analysis_provider
 # no .pyc here: the final stage compiles everything once, the standard library with it
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-compile . \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+# driftguard-cmp's native front (cmp_plugin/native/front.c): `generate` reaches the preload server
+# without starting Python; it replaces pip's driftguard-cmp script (driftguard-cmp-py stays beside it).
+# The compiler stays in this stage: the final stage copies the venv only.
+COPY scripts/build_front.py scripts/build_front.py
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
+ && python scripts/build_front.py /opt/venv/bin
 
 FROM ${PYTHON_IMAGE}
 # uid/gid 999: what argocd-cmp-server and the repo-server's volumes expect

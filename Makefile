@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+FRONT  := $(VENV)/.front-stamp
 TOOLS  := .tools/bin
 # Tests, the demo and the benchmarks find the real render tools here first.
 export PATH := $(CURDIR)/$(TOOLS):$(CURDIR)/$(BIN):$(PATH)
@@ -22,7 +23,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 $(TOOLS)/helm $(TOOLS)/kubectl &: scripts/install_tools.py | $(BIN)/python
 	$(BIN)/python scripts/install_tools.py $(TOOLS)
 
-setup: $(STAMP) tools browser
+# driftguard-cmp's native front (cmp_plugin/native/front.c) replaces pip's script after every
+# install; a C compiler is installed here when root and missing, as the browser is below.
+$(FRONT): cmp_plugin/native/front.c scripts/build_front.py $(STAMP)
+	@if command -v $${CC:-cc} >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev; \
+	fi
+	$(BIN)/python scripts/build_front.py $(BIN)
+	touch $@
+
+setup: $(STAMP) $(FRONT) tools browser
 
 # The browser test drives Debian's own chromium headless (nothing downloads a browser): installed
 # here when root and missing; otherwise tests/notifier/test_incidents_page.py says what to install.

@@ -20,6 +20,11 @@ ROOT = HERE.parents[1]
 
 Generate = Callable[..., subprocess.CompletedProcess[str]]
 
+FRONT = Path(sys.executable).with_name("driftguard-cmp")
+"""The native front (cmp_plugin/native/front.c) that `make setup` installs as driftguard-cmp."""
+PYTHON_CALLER = [sys.executable, "-m", "cmp_plugin"]
+"""The same command straight into Python, as a pip-only install's driftguard-cmp runs it."""
+
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
@@ -60,6 +65,12 @@ def run_cmp(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
         check=False,
         timeout=120,
     )
+
+
+@pytest.fixture(params=["python", "native"])
+def caller(request: pytest.FixtureRequest) -> list[str]:
+    """``driftguard-cmp`` both ways it is installed: pip's Python script, or the image's native front."""
+    return PYTHON_CALLER if request.param == "python" else [str(FRONT)]
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The preload server: a forked, preloaded ``generate`` is the same render, in the caller's process group.
 
-Every test runs the real console entry (``python -m cmp_plugin generate``) the way argocd-cmp-server
+Every test runs the real console entry, both ways it is installed (``python -m cmp_plugin generate``
+and the native front cmp_plugin/native/front.c, the image's ``driftguard-cmp``), the way argocd-cmp-server
 does: in a process group of its own within the same session (``Setpgid``), and kills that group
 when it is done with the command. The helm wrapper logs who started it and in which group.
 """
@@ -107,7 +108,9 @@ def alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def start(repo: Path, cache: Path, tmp_path: Path, helm_log: Path) -> Callable[..., subprocess.Popen[str]]:
+def start(
+    repo: Path, cache: Path, tmp_path: Path, helm_log: Path, caller: list[str]
+) -> Callable[..., subprocess.Popen[str]]:
     def run(
         params: list[dict[str, Any]] | None = None,
         *,
@@ -124,7 +127,7 @@ def start(repo: Path, cache: Path, tmp_path: Path, helm_log: Path) -> Callable[.
         }
         popen.setdefault("process_group", 0)  # argocd-cmp-server: Setpgid, same session
         return subprocess.Popen(
-            [sys.executable, "-m", "cmp_plugin", "generate"],
+            [*caller, "generate"],
             cwd=repo / APP,
             env=env,
             stdout=subprocess.PIPE,

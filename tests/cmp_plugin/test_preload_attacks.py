@@ -1,6 +1,6 @@
 """The preload server under attack: a busy or odd sidecar, a render that crashes, every path length.
 
-Each case runs the real console entry the way argocd-cmp-server does (its own process group in the
+Each case runs the real console entry (both ways it is installed: Python, and the native front) the way argocd-cmp-server does (its own process group in the
 same session) against a real server, and holds preloading to its rule: a render is the same render
 as without it, or a little faster, never a failure or a different answer, and the server is never
 replaced, crash-looped or left behind because of one.
@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -47,7 +46,7 @@ def short_tmp() -> Iterator[Path]:
 
 
 @pytest.fixture
-def render(repo: Path, tmp_path: Path) -> Callable[..., Run]:
+def render(repo: Path, tmp_path: Path, caller: list[str]) -> Callable[..., Run]:
     log = tmp_path / "helm-starts.jsonl"
     helm = wrapper(tmp_path, log)
 
@@ -66,7 +65,7 @@ def render(repo: Path, tmp_path: Path) -> Callable[..., Run]:
             "DRIFTGUARD_CMP_PRELOAD": preload_value,
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cmp_plugin", "generate"],
+            [*caller, "generate"],
             cwd=repo / app,
             env=env,
             stdout=subprocess.PIPE,

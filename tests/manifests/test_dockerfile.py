@@ -57,3 +57,13 @@ def test_bytecode_is_compiled_once_for_a_read_only_root() -> None:
     assert "/usr/local/lib/python3.11" in args and "/opt/venv" in args
     assert final.index("COPY --from=build /opt/venv") < compiled.start() < final.index("USER ")
     assert "PYTHONDONTWRITEBYTECODE=1" in final
+
+
+def test_the_native_front_is_built_in_the_build_stage_and_replaces_pips_script() -> None:
+    """cmp_plugin/native/front.c becomes /opt/venv/bin/driftguard-cmp; the final stage has no compiler."""
+    build = stages()[0]
+    assert "gcc" in build and "libc6-dev" in build
+    built = build.index("scripts/build_front.py /opt/venv/bin")
+    assert build.index("pip install --no-compile .") < built, "after pip wrote its driftguard-cmp script"
+    assert "COPY cmp_plugin cmp_plugin" in build[:built]
+    assert "COPY --from=build /opt/venv /opt/venv" in stages()[-1]
