@@ -10,6 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cmp_plugin import scan
 from cmp_plugin.process import tool_env
 from cmp_plugin.scan import _scan_general, _scan_helm, keys_of, scan_stream
 from cmp_plugin.settings import CmpSettings
@@ -270,3 +271,55 @@ def test_real_helm_output_is_read_by_the_helm_tier(tmp_path: Path) -> None:
         doubtful = out + extra
         assert _scan_helm(doubtful, source="helm", limits=DEFAULT_LIMITS) is None
         assert fast(doubtful) == full(doubtful)
+
+
+# lines made of what the two finders look at: quotes, brackets, block indicators with comments
+# that hold more of them, keys, items, blanks; structured lines and token soup, in any mix
+_TOKENS = [
+    '"',
+    "'",
+    "{",
+    "}",
+    "[",
+    "]",
+    "&",
+    "!",
+    "|",
+    ">",
+    "+",
+    "-",
+    "1",
+    " ",
+    "\t",
+    "\r",
+    "#",
+    "a: ",
+    "- ",
+    "\\",
+]
+_STRUCTURED = st.tuples(
+    st.sampled_from(["", "  ", "    ", "- ", "  - - "]),
+    st.sampled_from(["", "key: ", "a:b: ", "'q': ", "k:"]),
+    st.sampled_from(["|", ">", "|-", ">+2", "|9", "", '"', "'", "{", "[", "&a ", "!t "]),
+    st.sampled_from(["", " ", "\t", "x"]),
+    st.sampled_from(["", "#", " # a|b", " #>", ' # "x" [', "'\"{"]),
+    st.sampled_from(["", "\r"]),
+).map("".join)
+_SOUP = st.lists(st.sampled_from(_TOKENS), max_size=12).map("".join)
+_LINES = st.lists(st.one_of(_STRUCTURED, _SOUP), max_size=12).map("\n".join)
+
+
+@given(_LINES)
+def test_the_quote_line_finder_finds_what_the_pattern_finds(text: str) -> None:
+    """``_quote_lines`` tries only lines with a quote character: the same matches as finditer."""
+    nl = "\n" + text
+    expect = [(m.start(), m.end()) for m in scan._QUOTE_LINE.finditer(nl)]
+    assert [(m.start(), m.end()) for m in scan._quote_lines(nl)] == expect
+
+
+@given(_LINES)
+def test_the_block_indicator_finder_finds_what_the_pattern_finds(text: str) -> None:
+    """``_block_indicators`` tries only at ``|`` and ``>``: the same matches as finditer."""
+    nl = "\n" + text
+    expect = [(m.start(), m.end()) for m in scan._BLOCK_INDICATOR.finditer(nl)]
+    assert [(m.start(), m.end()) for m in scan._block_indicators(nl)] == expect
