@@ -85,6 +85,14 @@ def run(*, early: Early | None = None, report: Callable[[int], None] | None = No
     with contextlib.suppress(BrokenPipeError):
         sys.stderr.flush()
     if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload.py)
+        # the command's streams are let go first: whoever reads them (argocd-cmp-server) sees
+        # their end when the caller exits, not after this process has torn its memory down too
+        # (/dev/null in their place: a thread left behind can never write into a reused fd)
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
         report(code)
     os._exit(code)
 

@@ -272,11 +272,50 @@ def test_a_caller_in_another_session_renders_itself(
     assert other.stdout == first.stdout
 
 
+def waiting_children(server: int) -> list[int]:
+    """The server's live children: the one forked ahead, waiting for the next render."""
+    try:
+        pids = [int(p) for p in Path(f"/proc/{server}/task/{server}/children").read_text().split()]
+    except OSError:
+        return []
+    return [p for p in pids if alive(p)]
+
+
+def settled_child(server: int) -> int:
+    """The one child waiting once the one that served ``served()``'s probe has gone."""
+
+    def one() -> int:
+        found = waiting_children(server)
+        if len(found) != 1:
+            return 0
+        time.sleep(0.3)  # a child that just answered a probe is gone well within this
+        return found[0] if waiting_children(server) == found else 0
+
+    return int(wait_for(one, "one child forked ahead"))
+
+
 def test_removing_the_socket_stops_the_server(generate: Callable[..., Run], cache: Path) -> None:
     assert generate().returncode == 0
     server = served(cache)
+    waiting = settled_child(server)
     (cache / preload.SOCKET_NAME).unlink()
     wait_for(lambda: not alive(server), "the server exits")
+    wait_for(lambda: not alive(waiting), "so does the child it forked ahead")
+
+
+def test_a_child_is_forked_ahead_of_each_render(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    """The fork (~2.5 ms for the server) happens while no render waits: one child always waits in accept."""
+    assert generate().returncode == 0
+    server = served(cache)  # a connection of its own: the child that took it exits, another is forked
+    first = settled_child(server)
+    run = generate()
+    assert run.returncode == 0, run.stderr
+    helm = starts(helm_log)[-1]
+    assert helm["ppid"] == first, "the render ran in the child that was waiting"
+    (second,) = wait_for(lambda: [p for p in waiting_children(server) if p != first], "the next one")
+    assert second != first
 
 
 def test_an_invalid_setting_is_reported_by_the_render(generate: Callable[..., Run], cache: Path) -> None:
