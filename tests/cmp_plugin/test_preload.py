@@ -361,3 +361,23 @@ def test_a_changed_module_file_is_noticed(tmp_path: Path) -> None:
     assert preload._changed(files)
     f.unlink()
     assert preload._changed(files)
+
+
+def test_the_render_has_exactly_the_callers_environment_not_the_servers(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    """The server keeps the environment it started with; each child takes the caller's, in full.
+
+    The first render starts the server with a setting the settings refuse; a render without it
+    must not see it, and one with it must.
+    """
+    bad = {"DRIFTGUARD_CMP_MAX_MEMORY": "lots"}
+    first = generate(extra=bad)
+    assert first.returncode == 2 and "DRIFTGUARD_CMP_MAX_MEMORY" in first.stderr
+    server = served(cache)
+    assert b"DRIFTGUARD_CMP_MAX_MEMORY=lots" in Path(f"/proc/{server}/environ").read_bytes().split(b"\0")
+    clean = generate()
+    assert clean.returncode == 0, clean.stderr
+    assert starts(helm_log)[-1]["ppid"] != clean.pid, "preloaded"
+    again = generate(extra=bad)
+    assert (again.returncode, again.stderr) == (first.returncode, first.stderr)
