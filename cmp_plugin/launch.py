@@ -342,7 +342,10 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     """Start the planned tool for ``generate``; None when there is no usable plan (never raises)."""
     if argv != ["generate"] or not environ.get("ARGOCD_APP_NAME"):
         return None
-    path = plan_file(cache_dir(environ), environ["ARGOCD_APP_NAME"])
+    cache, root = cache_dir(environ), scratch_root(environ)
+    if not (os.path.isabs(cache) and os.path.isabs(root)):
+        return None  # relative: inside the checkout, the tenant's (the settings refuse it)
+    path = plan_file(cache, environ["ARGOCD_APP_NAME"])
     try:
         data = open_private(path, 1 << 20)
         plan = data.decode() if data is not None else ""
@@ -358,7 +361,7 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     try:
         app_dir = os.path.realpath(os.getcwd())
         repo = repo_root(app_dir, environ.get("ARGOCD_APP_SOURCE_PATH", ""))
-        scratch = new_scratch(scratch_root(environ))
+        scratch = new_scratch(root)
 
         def expand(value: str) -> str:
             return value.replace(_SCRATCH, scratch).replace(_APP, app_dir).replace(_REPO, repo)

@@ -73,6 +73,8 @@ def _socket_path(environ: Mapping[str, str]) -> str | None:
     from cmp_plugin.launch import cache_dir
 
     cache = cache_dir(environ)
+    if not os.path.isabs(cache):
+        return None  # inside the checkout: the settings refuse it (cmp_plugin/settings.py)
     try:
         info = os.lstat(cache)
     except FileNotFoundError:
@@ -132,6 +134,11 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
     path = _socket_path(environ)
     if path is None:
         return None
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:  # a closed one: the socket would take its number and be sent as the render's stdio
+        return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     cwd = -1
     committed = False
@@ -163,7 +170,7 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
         umask = os.umask(0)
         os.umask(umask)
         body = encode_request(umask, os.getpgrp(), environ)
-        if len(body) > MAX_REQUEST:
+        if len(body) - 4 > MAX_REQUEST:  # the server's bound: the body after its length
             return None
         fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, cwd))
         sent = sock.sendmsg([body[:65536]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])

@@ -75,6 +75,13 @@ class CmpSettings(NamedTuple):
         kwargs = from_env(env, ENV)
         kwargs.setdefault("scratch_root", Path(launch.scratch_root(env)))
         kwargs.setdefault("cache_dir", Path(launch.cache_dir(env)))
+        # relative paths resolve against the working directory, the tenant's checkout: a launch
+        # plan or baseline committed there would be trusted as the plugin's own
+        for name, key in (("TMPDIR", "scratch_root"), ("DRIFTGUARD_CMP_CACHE_DIR", "cache_dir")):
+            if not Path(kwargs[key]).is_absolute():
+                if key == "cache_dir" and not env.get("DRIFTGUARD_CMP_CACHE_DIR"):
+                    name = "TMPDIR"  # the cache's default lives under it
+                raise ConfigError(name, f"must be an absolute path (got {str(kwargs[key])!r})")
         host = env.get("KUBERNETES_SERVICE_HOST", "")
         if host:
             port = env.get("KUBERNETES_SERVICE_PORT") or "443"

@@ -59,10 +59,17 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
+    python_command = (bin_dir / "driftguard-cmp-py").resolve()
+    if any(c in str(python_command) for c in '"\\\n'):
+        print(f"build_front: {python_command} cannot be written as a C string", file=sys.stderr)
+        return 1
+    # the Python command's absolute path built in: no /proc needed, and a copy of the front still
+    # finds it (the front falls back to the file beside /proc/self/exe when this one is gone)
+    define = f'-DPYTHON_COMMAND_PATH="{python_command}"'
     target = bin_dir / "driftguard-cmp"
     tmp = bin_dir / f".driftguard-cmp.{os.getpid()}.tmp"
     try:
-        subprocess.run([compiler, *FLAGS, "-o", str(tmp), str(SOURCE)], check=True)
+        subprocess.run([compiler, *FLAGS, define, "-o", str(tmp), str(SOURCE)], check=True)
         tmp.chmod(0o755)
         tmp.replace(target)
     except subprocess.CalledProcessError as exc:

@@ -35,6 +35,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,7 @@
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -55,31 +58,56 @@ extern char **environ;
 #define MAX_REQUEST (4u << 20)               /* preload.MAX_REQUEST */
 #define FIRST_CHUNK 65536                    /* the part of the request sent with the descriptors */
 #define PYTHON_COMMAND "driftguard-cmp-py"   /* pip's console script for cmp_plugin.launch:main */
+#ifndef PYTHON_COMMAND_PATH                  /* its absolute path, given by scripts/build_front.py */
+#define PYTHON_COMMAND_PATH ""
+#endif
 
 static char **g_argv;
 
+/* Exit 2 with a message; SIGPIPE ignored first: a stderr nobody reads must not kill us by signal. */
+static void fail(const char *what, const char *detail) {
+    signal(SIGPIPE, SIG_IGN);
+    fprintf(stderr, "driftguard: error: %s%s\n", what, detail);
+    _exit(2);
+}
+
+/* The Python command: the path built in, else the file beside /proc/self/exe; never a binary (a loop). */
+static void python_command(char *out, size_t size) {
+    if (PYTHON_COMMAND_PATH[0] == '/' && access(PYTHON_COMMAND_PATH, X_OK) == 0 &&
+        strlen(PYTHON_COMMAND_PATH) < size) {
+        strcpy(out, PYTHON_COMMAND_PATH);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", out, size - 1);
+        if (n <= 0) {
+            fail("cannot find the driftguard-cmp-py command (/proc/self/exe): ", strerror(errno));
+        }
+        out[n] = '\0';
+        char *slash = strrchr(out, '/');
+        if (slash == NULL || (size_t)(slash - out) + 1 + sizeof PYTHON_COMMAND > size) {
+            fail("cannot find the driftguard-cmp-py command beside ", out);
+        }
+        strcpy(slash + 1, PYTHON_COMMAND);
+    }
+    char head[2] = {0, 0};
+    int fd = open(out, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, head, sizeof head) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (got != 2 || head[0] != '#' || head[1] != '!') {
+        fail("driftguard-cmp-py is not pip's Python script: ", out); /* this program again: a loop */
+    }
+}
+
 /* Hand the command to Python; `in_process` drops DRIFTGUARD_CMP_PRELOAD so it renders at once. */
 static void to_python(int in_process) {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        fprintf(stderr, "driftguard: error: cannot find the driftguard-cmp command (/proc/self/exe): %s\n",
-                strerror(errno));
-        _exit(2);
-    }
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash == NULL || (size_t)(slash - self) + 1 + sizeof PYTHON_COMMAND > sizeof self) {
-        fprintf(stderr, "driftguard: error: cannot find the driftguard-cmp command beside %s\n", self);
-        _exit(2);
-    }
-    strcpy(slash + 1, PYTHON_COMMAND);
+    char command[PATH_MAX];
+    python_command(command, sizeof command);
     if (in_process) {
         unsetenv("DRIFTGUARD_CMP_PRELOAD");
     }
-    execv(self, g_argv);
-    fprintf(stderr, "driftguard: error: cannot run %s: %s\n", self, strerror(errno));
-    _exit(2);
+    execv(command, g_argv);
+    fail("cannot run driftguard-cmp-py: ", strerror(errno));
 }
 
 /* preload.enabled: the words settings.boolean reads as true, surrounding whitespace ignored. */
@@ -118,6 +146,9 @@ static int socket_path(char *out, size_t size) {
         }
         cache = buf;
     }
+    if (cache[0] != '/') {
+        return -1; /* relative: inside the checkout; Python refuses it with a clear error */
+    }
     struct stat info;
     if (lstat(cache, &info) != 0) {
         return -1; /* missing: Python creates it (and starts the server) */
@@ -125,7 +156,8 @@ static int socket_path(char *out, size_t size) {
     if (!S_ISDIR(info.st_mode) || info.st_uid != geteuid() || (info.st_mode & 022) != 0) {
         return -1;
     }
-    int n = snprintf(out, size, "%s/%s", cache, SOCKET_NAME);
+    size_t len = strlen(cache); /* joined as os.path.join does: no second '/' after a trailing one */
+    int n = snprintf(out, size, "%s%s%s", cache, cache[len - 1] == '/' ? "" : "/", SOCKET_NAME);
     return (n > 0 && (size_t)n < size && n < 100) ? 0 : -1; /* sun_path is 108 bytes */
 }
 
@@ -217,11 +249,30 @@ static int recv_byte(int sock) {
     }
 }
 
-static int send_all(int sock, const char *data, size_t length) {
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Python's sendall with a timeout: the whole of `data` within `timeout_s` (0: no deadline). */
+static int send_all(int sock, const char *data, size_t length, int timeout_s) {
+    long long deadline = now_ms() + (long long)timeout_s * 1000;
     while (length > 0) {
-        ssize_t n = send(sock, data, length, MSG_NOSIGNAL);
+        if (timeout_s > 0) {
+            long long left = deadline - now_ms();
+            struct pollfd p = {.fd = sock, .events = POLLOUT};
+            int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
+            if (ready < 0 && errno == EINTR) {
+                continue;
+            }
+            if (ready <= 0) {
+                return -1;
+            }
+        }
+        ssize_t n = send(sock, data, length, MSG_NOSIGNAL | (timeout_s > 0 ? MSG_DONTWAIT : 0));
         if (n < 0) {
-            if (errno == EINTR) {
+            if (errno == EINTR || errno == EAGAIN) {
                 continue;
             }
             return -1;
@@ -247,6 +298,12 @@ int main(int argc, char **argv) {
     }
     if (!plain_environment(count)) {
         to_python(0);
+    }
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) < 0) {
+            /* closed: the socket would take its number and be sent as the render's stdio */
+            to_python(1);
+        }
     }
     int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (sock < 0) {
@@ -307,7 +364,7 @@ int main(int argc, char **argv) {
     do {
         sent = sendmsg(sock, &msg, MSG_NOSIGNAL);
     } while (sent < 0 && errno == EINTR);
-    if (sent < 0 || send_all(sock, request + sent, length - (size_t)sent) != 0) {
+    if (sent < 0 || send_all(sock, request + sent, length - (size_t)sent, HANDSHAKE_TIMEOUT_S) != 0) {
         to_python(1);
     }
     free(request);
@@ -315,7 +372,7 @@ int main(int argc, char **argv) {
     if (recv_byte(sock) != 'R') {
         to_python(1); /* the child could not take the render over: nothing has run */
     }
-    if (send_all(sock, "G", 1) != 0) {
+    if (send_all(sock, "G", 1, HANDSHAKE_TIMEOUT_S) != 0) {
         to_python(1);
     }
     /* from here the render is the child's; argocd-cmp-server times it */
@@ -324,8 +381,5 @@ int main(int argc, char **argv) {
     if (code >= 0) {
         _exit(code);
     }
-    static const char lost[] = "driftguard: error: the preloaded render process ended without an exit code\n";
-    ssize_t ignored = write(2, lost, sizeof lost - 1);
-    (void)ignored;
-    _exit(2);
+    fail("the preloaded render process ended without an exit code", "");
 }

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin import preload
 
-from .conftest import FRONT, PYTHON_CALLER, cmp_env
+from .conftest import FRONT, PYTHON_CALLER, ROOT, cmp_env
 
 APP = "charts/platform"
 
@@ -300,3 +300,132 @@ def test_no_server_yet_starts_one_through_python(repo: Path, tmp_path: Path) -> 
     first = run([str(FRONT)], repo / APP, env_for(cache))
     assert first.returncode == 0, first.stderr
     assert (cache / preload.SOCKET_NAME).exists() or (cache / preload.STARTING).exists()
+
+
+@pytest.mark.parametrize("argv", [PYTHON_CALLER, [str(FRONT)]], ids=["python", "native"])
+@pytest.mark.parametrize("variable", ["TMPDIR", "DRIFTGUARD_CMP_CACHE_DIR"])
+def test_a_relative_cache_or_temp_directory_is_refused_not_read_from_the_checkout(
+    recorder: Any, repo: Path, argv: list[str], variable: str
+) -> None:
+    """Relative paths resolve against the checkout: a planted socket or launch plan would be the plugin's own."""
+    r = recorder(code=7)
+    planted = repo / APP / "tt" / "driftguard"
+    planted.mkdir(parents=True, mode=0o700)
+    (planted / preload.SOCKET_NAME).symlink_to(r.path)  # the tenant's socket, pointing at a listener
+    env = env_for(r.path.parent)
+    del env["DRIFTGUARD_CMP_CACHE_DIR"]
+    env[variable] = "tt/driftguard" if variable == "DRIFTGUARD_CMP_CACHE_DIR" else "tt"
+    proc = run(argv, repo / APP, env)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{variable}: must be an absolute path" in proc.stderr
+    assert r.connections == 0
+
+
+@pytest.mark.parametrize("closed", [0, 1, 2])
+def test_a_closed_standard_stream_is_never_replaced_by_the_socket(
+    recorder: Any, repo: Path, closed: int
+) -> None:
+    """The socket would take the closed number and go to the render as its stdin, stdout or stderr."""
+    results = []
+    for argv in (PYTHON_CALLER, [str(FRONT)]):
+        r = recorder(code=7)
+        script = f"import os, sys; os.close({closed}); os.execv(sys.argv[1], sys.argv[1:])"
+        proc = subprocess.run(
+            [sys.executable, "-c", script, *argv, "generate"],
+            cwd=repo / APP,
+            env=env_for(r.path.parent),
+            capture_output=True,
+            timeout=60,
+            check=False,
+            process_group=0,
+        )
+        assert r.connections == 0, "the render went to the server with a stream missing"
+        results.append(proc.returncode)
+    assert results[0] == results[1]
+
+
+class DripRecorder(Recorder):
+    """Says HELLO, then reads the request 64 KiB every 1.5 s: a caller must give up within its 2 s."""
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.sendall(preload.HELLO)
+        while not self.stop.wait(1.5):
+            if not conn.recv(65536):
+                return
+        conn.sendall(preload.READY)
+
+
+@pytest.mark.parametrize("argv", [PYTHON_CALLER, [str(FRONT)]], ids=["python", "native"])
+def test_the_request_is_sent_within_one_deadline_or_the_render_runs_here(
+    tmp_path: Path, repo: Path, argv: list[str]
+) -> None:
+    r = DripRecorder(tmp_path / "cache")
+    try:
+        env = env_for(r.path.parent, ARGOCD_ENV_BULK="x" * 100_000, ARGOCD_ENV_BULK2="y" * 100_000)
+        proc = run(argv, repo / APP, env)
+        assert proc.returncode == 0, proc.stderr  # rendered in-process, not 7 from the server
+        assert "kind:" in proc.stdout
+    finally:
+        r.close()
+
+
+def test_a_cache_directory_with_a_trailing_slash_is_the_same_socket(recorder: Any, repo: Path) -> None:
+    for argv in (PYTHON_CALLER, [str(FRONT)]):
+        r = recorder(code=7)
+        proc = run(argv, repo / APP, env_for(r.path.parent, DRIFTGUARD_CMP_CACHE_DIR=f"{r.path.parent}/"))
+        assert proc.returncode == 7 and r.connections == 1
+
+
+def test_a_stderr_nobody_reads_is_no_death_by_sigpipe(recorder: Any, repo: Path) -> None:
+    r = recorder("vanish")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [str(FRONT), "generate"],
+            cwd=repo / APP,
+            env=env_for(r.path.parent),
+            stdout=subprocess.DEVNULL,
+            stderr=write,
+            timeout=60,
+            check=False,
+            process_group=0,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 2
+
+
+def test_the_front_never_execs_itself(tmp_path: Path) -> None:
+    """Its Python command is built in; one that is no script (the front itself: a loop) is an error."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("build_front", ROOT / "scripts" / "build_front.py")
+    assert spec is not None and spec.loader is not None
+    build_front = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_front)
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "driftguard-cmp-py"
+    script.write_text('#!/bin/sh\necho python-command "$@"\n')
+    script.chmod(0o755)
+    assert build_front.main([str(bin_dir)]) == 0
+    front = bin_dir / "driftguard-cmp"
+    ok = subprocess.run([str(front), "plugin-yaml"], capture_output=True, text=True, timeout=30, check=False)
+    assert ok.stdout == "python-command plugin-yaml\n"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(front, elsewhere / "driftguard-cmp")  # a copy still finds the built-in command
+    copied = subprocess.run(
+        [str(elsewhere / "driftguard-cmp"), "x"], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert copied.stdout == "python-command x\n"
+    script.unlink()
+    script.symlink_to(front)
+    loop = subprocess.run(
+        [str(front), "plugin-yaml"], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert loop.returncode == 2
+    assert "driftguard-cmp-py is not pip's Python script" in loop.stderr
