@@ -354,41 +354,71 @@ def serve(path: str) -> None:
     listener.listen(64)
     os.replace(tmp, path)
     mine = os.stat(path).st_ino
-    try:
-        os.unlink(os.path.join(os.path.dirname(path), STARTING))
-    except OSError:
-        pass
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may end up in a render's output
         stream.flush()
     gc.freeze()  # what is loaded now stays shared with every child (no copy-on-write by the GC)
-    while True:
-        if _changed(code):
-            break
-        taken, pid = _prefork(listener, code)
-        # the parent waits until that child has taken a connection, then forks the next: the fork
-        # (~2.5 ms for this process) happens while no render waits for it
-        outcome = _wait_for_take(taken, path, mine, code)
-        os.close(taken)
-        if outcome == "stop":
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)  # it waits in accept(): nothing of a render is lost
-            break
-        if outcome == "gone":
-            time.sleep(0.1)  # it died without a connection (killed?): no tight loop of forks
+    started = False
+    setbacks = 0  # forks that failed, or children that died or stalled without a connection, in a row
     try:
-        if os.stat(path).st_ino == mine:
-            os.unlink(path)
+        while not _changed(code):
+            try:
+                taken, pid = _prefork(listener, code)
+            except OSError:  # no pid or fd left (a pids limit under load): wait, never exit for it
+                setbacks += 1
+                if _gone(path, mine):
+                    break
+                time.sleep(min(0.1 * 2**setbacks, 5.0))
+                continue
+            if not started:
+                # a server counts as started once it has a child to serve: one that cannot fork
+                # leaves the marker, and _start_server backs off instead of starting one per render
+                started = True
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(os.path.dirname(path), STARTING))
+            # the parent waits until that child has taken a connection, then forks the next: the
+            # fork (~2.5 ms for this process) happens while no render waits for it
+            try:
+                outcome = _wait_for_take(taken, pid, listener, path, mine, code)
+            finally:
+                os.close(taken)
+            if outcome == "taken":
+                setbacks = 0
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # it waits in accept() or is stuck: no render is lost
+            if outcome == "stop" or _gone(path, mine):
+                break
+            setbacks += 1  # "gone" or "stuck": a new child, after a pause that grows
+            time.sleep(min(0.1 * 2 ** (setbacks - 1), 5.0))
+    finally:
+        try:
+            if os.stat(path).st_ino == mine:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _gone(path: str, mine: int) -> bool:
+    """Whether our socket was removed or replaced (another server took over)."""
+    try:
+        return os.stat(path).st_ino != mine
     except OSError:
-        pass
+        return True
 
 
 def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int, int]:
     """Fork the child that takes the next connection: (read end of its "taken" pipe, its pid)."""
     import signal
 
+    server = os.getpid()
     taken, tell = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(taken)
+        os.close(tell)
+        raise
     if pid == 0:
         try:
             os.close(taken)
@@ -398,8 +428,11 @@ def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int,
             os.write(tell, b"s" if stale else b"a")
             os.close(tell)
             listener.close()
-            if stale or _peer_uid(conn) != os.geteuid():
-                conn.close()  # the caller sees no HELLO and renders in-process
+            if stale or os.getppid() != server or _peer_uid(conn) != os.geteuid():
+                # changed code, a server that is gone (this child is an orphan: the next render
+                # finds nobody listening and starts a new one), or someone else: no HELLO, and the
+                # caller renders in-process
+                conn.close()
                 os._exit(0)
             _child(conn)
         finally:
@@ -408,24 +441,46 @@ def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int,
     return taken, pid
 
 
-def _wait_for_take(taken: int, path: str, mine: int, code: dict[str, int]) -> str:
-    """ "taken" (the child has a connection), "gone" (it died without one) or "stop" (serve no more).
+STALL = 1.0
+"""Seconds a connection may wait while the child forked for it has not taken it (stopped? stuck?)."""
+
+
+def _wait_for_take(
+    taken: int, pid: int, listener: socket_module.socket, path: str, mine: int, code: dict[str, int]
+) -> str:
+    """ "taken" (the child has a connection), "gone" (it died without one), "stuck" or "stop".
 
     Every 2 s without a connection the socket and the code on disk are looked at: a socket removed
-    or replaced (another server took over) or a changed module stops the server.
+    or replaced (another server took over) or a changed module stops the server. A connection
+    waiting STALL seconds that the child has not taken means the child is stuck: it is frozen
+    (SIGSTOP, so it cannot take one now) and, unless it took one after all, replaced.
     """
+    import contextlib
     import select
+    import signal
+    import time
 
+    pending_since = 0.0
     while True:
-        ready, _, _ = select.select([taken], [], [], 2.0)
-        if ready:
+        watched = [taken] if pending_since else [taken, listener.fileno()]
+        wait = max(0.0, pending_since + STALL - time.monotonic()) if pending_since else 2.0
+        ready, _, _ = select.select(watched, [], [], wait)
+        if taken in ready:
             said = os.read(taken, 1)
             return "taken" if said == b"a" else "stop" if said == b"s" else "gone"
-        try:
-            replaced = os.stat(path).st_ino != mine
-        except OSError:
-            replaced = True
-        if replaced or _changed(code):
+        if ready:  # the listener: a connection waits; the child should take it within moments
+            pending_since = time.monotonic()
+            continue
+        if pending_since:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+            if select.select([taken], [], [], 0)[0]:  # it took the connection just now after all
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+                said = os.read(taken, 1)
+                return "taken" if said == b"a" else "stop" if said == b"s" else "gone"
+            return "stuck"
+        if _gone(path, mine) or _changed(code):
             return "stop"
 
 
@@ -497,7 +552,10 @@ def _child(conn: Socket) -> None:
     except SystemExit as exc:
         code = _exit_status(exc)
     except BaseException:  # what the interpreter does with an exception nobody caught
-        sys.excepthook(*sys.exc_info())
+        try:
+            sys.excepthook(*sys.exc_info())
+        except BaseException:  # noqa: S110 - out of memory even for the traceback: the code still goes back
+            pass
         code = 1
     else:  # pragma: no cover - cli.run never returns
         code = 1

@@ -22,8 +22,9 @@ Generate = Callable[..., subprocess.CompletedProcess[str]]
 
 FRONT = Path(sys.executable).with_name("driftguard-cmp")
 """The native front (cmp_plugin/native/front.c) that `make setup` installs as driftguard-cmp."""
-PYTHON_CALLER = [sys.executable, "-m", "cmp_plugin"]
-"""The same command straight into Python, as a pip-only install's driftguard-cmp runs it."""
+PYTHON_CALLER = [str(FRONT.with_name("driftguard-cmp-py"))]
+"""pip's console script for the same command: what a pip-only install's driftguard-cmp is (never
+``python -m``, which would put the working directory, the tenant's checkout, on sys.path)."""
 
 
 @pytest.fixture

@@ -381,3 +381,54 @@ def test_the_render_has_exactly_the_callers_environment_not_the_servers(
     assert starts(helm_log)[-1]["ppid"] != clean.pid, "preloaded"
     again = generate(extra=bad)
     assert (again.returncode, again.stderr) == (first.returncode, first.stderr)
+
+
+def test_a_stuck_child_is_replaced_and_the_render_still_preloaded(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    """A child forked ahead that does not take a waiting connection (stopped) is replaced within STALL."""
+    assert generate().returncode == 0
+    server = served(cache)
+    stuck = settled_child(server)
+    os.kill(stuck, signal.SIGSTOP)
+    # stopped for certain before the render connects (else it may take the connection, then stop)
+    wait_for(lambda: Path(f"/proc/{stuck}/stat").read_text().split(") ", 1)[1][0] == "T", "stopped")
+    run = generate()
+    assert run.returncode == 0, run.stderr
+    assert starts(helm_log)[-1]["ppid"] not in (run.pid, stuck), "served by a new child"
+    wait_for(lambda: not alive(stuck), "the stuck child is gone")
+    assert alive(server)
+
+
+def test_a_child_whose_server_died_serves_nothing(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    """The orphan still holds the listener: it must not take renders for a server that is gone."""
+    assert generate().returncode == 0
+    server = served(cache)
+    orphan = settled_child(server)
+    os.kill(server, signal.SIGKILL)
+    wait_for(lambda: not alive(server), "the server is gone")
+    run = generate()
+    assert run.returncode == 0, run.stderr
+    assert starts(helm_log)[-1]["ppid"] == run.pid, "rendered in-process"
+    wait_for(lambda: not alive(orphan), "the orphan exits")
+    assert generate().returncode == 0  # finds nobody listening: starts a server, renders itself
+    wait_for(lambda: server_pid(cache) not in (0, server), "a new server", 30)
+    again = generate()
+    assert again.returncode == 0 and starts(helm_log)[-1]["ppid"] != again.pid
+
+
+def test_a_server_whose_socket_is_gone_stops_even_while_its_children_die(
+    generate: Callable[..., Run], cache: Path
+) -> None:
+    assert generate().returncode == 0
+    server = served(cache)
+    settled_child(server)
+    (cache / preload.SOCKET_NAME).unlink()
+    deadline = time.monotonic() + 10
+    while alive(server) and time.monotonic() < deadline:
+        for child in waiting_children(server):
+            os.kill(child, signal.SIGKILL)  # each one "gone" without a connection
+        time.sleep(0.05)
+    assert not alive(server), "re-forking for ever instead of noticing its socket is gone"
