@@ -228,6 +228,12 @@ def from_admission(request: Mapping[str, Any], *, now: float | None = None) -> I
     meta = _obj(_obj(request.get("object")).get("metadata")) or _obj(
         _obj(request.get("oldObject")).get("metadata")
     )
+    sub = _s(request.get("subResource"))
+    # a subresource's review (kubectl scale: kind autoscaling/v1 Scale, resource apps/v1 deployments,
+    # subResource scale) names the object by its resource; its kind is the subresource's, so the
+    # record keeps the resource's group and no kind, as an audit Event's objectRef does
+    # (k8s.io/api admission/v1 types.go: AdmissionRequest.Kind / Resource / SubResource)
+    group = _s(res.get("group")) if sub else _s(kind.get("group")) or _s(res.get("group"))
     return IdentityEvent(
         source="admission",
         event_id=_s(request.get("uid"), 64),
@@ -235,14 +241,14 @@ def from_admission(request: Mapping[str, Any], *, now: float | None = None) -> I
         user=_s(user.get("username")),
         groups=_strings(user.get("groups")),
         verb=op.lower(),
-        group=_s(kind.get("group")) or _s(res.get("group")),
+        group=group,
         resource=_s(res.get("resource")),
-        kind=_s(kind.get("kind")),
+        kind="" if sub else _s(kind.get("kind")),
         namespace=_s(request.get("namespace")) or _s(meta.get("namespace")),
         name=_s(request.get("name")) or _s(meta.get("name")),
         uid=_s(meta.get("uid"), 64),
         resource_version=_s(meta.get("resourceVersion"), 64),
-        subresource=_s(request.get("subResource")),
+        subresource=sub,
         field_manager=_s(options.get("fieldManager"), 128),
         stage="admission",
     )

@@ -176,3 +176,41 @@ def test_a_match_is_always_about_this_object_this_manager_and_near_in_time_or_ex
     else:
         assert (m.namespace, m.name) == ("ai-serving", "deepseek-inference")
     assert m.resource_version == "918273" or T - 5 <= m.at <= T + 6
+
+
+def test_a_scale_subresource_review_joins_to_the_deployment() -> None:
+    """``kubectl scale``: kind autoscaling/v1 Scale, resource apps/v1 deployments, subResource scale."""
+    request = {
+        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+        "kind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+        "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+        "subResource": "scale",
+        "requestKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+        "requestResource": {"group": "apps", "version": "v1", "resource": "deployments"},
+        "requestSubResource": "scale",
+        "name": "deepseek-inference",
+        "namespace": "ai-serving",
+        "operation": "UPDATE",
+        "userInfo": {"username": "alice@example.com", "groups": ["system:authenticated"]},
+        "object": {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {"name": "deepseek-inference", "namespace": "ai-serving"},
+            "spec": {"replicas": 5},
+        },
+        "options": {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "kubectl-patch"},
+    }
+    e = from_admission(request, now=T + 0.3)
+    assert e is not None and (e.group, e.resource, e.kind, e.subresource) == (
+        "apps",
+        "deployments",
+        "",
+        "scale",
+    )
+    assert best_match([e], **OBJ) == e  # type: ignore[arg-type]
+    # with the parent's UID in the Scale's metadata (what the API server fills in), the UID decides
+    request["object"]["metadata"]["uid"] = OBJ["uid"]  # type: ignore[index]
+    assert best_match([from_admission(request, now=T + 0.3)], **OBJ) is not None  # type: ignore[arg-type, list-item]
+    # a status write is still no spec change of anyone's
+    request["subResource"] = "status"
+    assert best_match([from_admission(request, now=T + 0.3)], **OBJ) is None  # type: ignore[arg-type, list-item]
