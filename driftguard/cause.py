@@ -95,7 +95,8 @@ def refusal_headline(guard: str, reason: str) -> str:
 def gating_line(g: GatingKey) -> str:
     """The CMP's line naming one gating key (a backtick in the key would end it: shown as ')."""
     key = _one_line(g.key).replace("`", "'")
-    where = " (" + _one_line(g.where).replace("(", "[").replace(")", "]") + ")" if g.where else ""
+    at = _one_line(g.where).replace("(", "[").replace(")", "]")
+    where = f" ({at})" if at else ""  # a place that is only whitespace ("\x85") is no place: no "()"
     return f"driftguard: gating key `{key}` {_ORIGIN[g.origin]}{where}"
 
 

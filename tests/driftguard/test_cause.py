@@ -108,3 +108,11 @@ def test_any_key_round_trips_as_one_line(key: str, origin: str, where: str) -> N
     if " ".join(key.split()):
         [got] = cause.keys
         assert got.origin == origin and "`" not in got.key and len(got.key) <= 120
+
+
+def test_a_place_that_is_only_whitespace_is_left_out() -> None:
+    """Found by the property test above: NEL (U+0085) is whitespace, so the place became "()"."""
+    line = gating_line(GatingKey("0", CHART_DEFAULT, "\x85"))
+    assert line == "driftguard: gating key `0` " + line.split("`0` ", 1)[1] and "()" not in line
+    cause = parse_condition(condition(refusal_headline("implicit-defaults", "r") + "\n" + line))
+    assert cause is not None and [k.key for k in cause.keys] == ["0"]
