@@ -158,7 +158,6 @@ class Worker:
                 self._expanding = False
             busy = True
             self._start_sends()  # a slow Argo CD must not hold back messages already queued
-        busy = self._start_sends() or busy
         if wait:
             for future in list(self._inflight.values()):
                 future.result()
@@ -443,9 +442,11 @@ class Worker:
             self.metrics.sent(row["channel"], "dead")
             event("dead_letter", level=logging.ERROR, error=scrub_text(str(exc))[:300], **fields)
             return
-        latency = self.outbox.delivered(msg)
-        if self.journal is not None and row["kind"] == ALERT:
-            self.journal.alerted(row["app"], row["channel"], at=float(row["received_at"]) + latency)
+        # one commit for the sent mark and the journal's alert time (PostgreSQL; see Outbox.unit)
+        with self.outbox.unit():
+            latency = self.outbox.delivered(msg)
+            if self.journal is not None and row["kind"] == ALERT:
+                self.journal.alerted(row["app"], row["channel"], at=float(row["received_at"]) + latency)
         self.metrics.sent(row["channel"], "sent")
         self.metrics.delivered(row["channel"], latency)
         event("delivered", latency_ms=round(latency * 1000, 1), attempts=row["attempts"], **fields)

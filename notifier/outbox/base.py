@@ -347,16 +347,15 @@ class Outbox(ABC):
         every channel. A message that already existed (a replayed expansion) is never leased here.
         """
         now = time.time()
-        queued = 0
-        leased: list[Claimed] = []
-        with self._tx() as db:
-            for m in messages:
-                mid = hashlib.sha256(f"{nid}\0{m['channel']}\0{m['kind']}".encode()).hexdigest()[:32]
-                take = (claim is None or m["channel"] in claim) and m["channel"] not in {
-                    c.row["channel"] for c in leased
-                }
-                row = {
-                    "id": mid,
+        rows: list[dict[str, Any]] = []
+        taken: set[str] = set()
+        for m in messages:
+            take = (claim is None or m["channel"] in claim) and m["channel"] not in taken
+            if take:
+                taken.add(m["channel"])
+            rows.append(
+                {
+                    "id": hashlib.sha256(f"{nid}\0{m['channel']}\0{m['kind']}".encode()).hexdigest()[:32],
                     "notification_id": nid,
                     "channel": m["channel"],
                     "kind": m["kind"],
@@ -373,35 +372,33 @@ class Outbox(ABC):
                     "sent_at": None,
                     "last_error": "",
                 }
-                cur = self._x(
-                    db,
-                    "INSERT INTO messages(id, notification_id, channel, kind, app, fingerprint, payload, state, next_at,"
-                    " created_at, received_at, attempts, lease_until, owner)"
-                    " VALUES (?,?,?,?,?,?,?,'pending',?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
-                    (
-                        mid,
-                        nid,
-                        m["channel"],
-                        m["kind"],
-                        m["app"],
-                        m["fingerprint"],
-                        row["payload"],
-                        now,
-                        now,
-                        m["received_at"],
-                        row["attempts"],
-                        row["lease_until"],
-                        row["owner"],
-                    ),
-                )
-                queued += cur.rowcount
-                if take and cur.rowcount:
-                    leased.append(Claimed(mid, row))
+            )
+        columns = (
+            "id, notification_id, channel, kind, app, fingerprint, payload, next_at, created_at, received_at,"
+            " attempts, lease_until, owner"
+        )
+        with self._tx() as db:
+            new: set[str] = set()
+            if rows:
+                # every message in one statement (one round trip); RETURNING names those that were new
+                values = ",".join(["(?,?,?,?,?,?,?,?,?,?,?,?,?,'pending')"] * len(rows))
+                params = [r[c.strip()] for r in rows for c in columns.split(",")]
+                new = {
+                    str(r["id"])
+                    for r in self._x(
+                        db,
+                        f"INSERT INTO messages({columns}, state) VALUES {values}"  # noqa: S608 - placeholders only
+                        " ON CONFLICT(id) DO NOTHING RETURNING id",
+                        params,
+                    ).fetchall()
+                }
             self._x(
                 db,
                 "UPDATE notifications SET state=?, done_at=?, last_error=?, lease_until=0 WHERE id=?",
                 (state, now, error[:500], nid),
             )
+        queued = sum(1 for r in rows if r["id"] in new)
+        leased = [Claimed(r["id"], r) for r in rows if r["id"] in new and r["owner"]]
         if queued > len(leased):
             self._queued()  # messages of channels busy here: another process may send them now
         return queued, leased
