@@ -141,9 +141,14 @@ class PostgresOutbox(Outbox):
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
-        unit: psycopg.Connection[Any] | None = getattr(self._local, "unit", None)
+        unit: contextlib.ExitStack | None = getattr(self._local, "unit", None)
         if unit is not None:
-            yield unit  # inside ``unit()``: its transaction, committed once at its end
+            # inside ``unit()``: its transaction, begun by its first write, committed once at its end
+            if self._local.unit_conn is None:
+                conn = self._conn()
+                unit.enter_context(conn.transaction())
+                self._local.unit_conn = conn
+            yield self._local.unit_conn
             return
         conn = self._conn()
         with conn.transaction():
@@ -155,9 +160,10 @@ class PostgresOutbox(Outbox):
             yield
             return
         self._local.announce = False
+        self._local.unit_conn = None
         try:
-            with self._tx() as conn:
-                self._local.unit = conn
+            with contextlib.ExitStack() as stack:  # its exit commits (or rolls back) what was begun
+                self._local.unit = stack
                 try:
                     yield
                 finally:
@@ -166,6 +172,7 @@ class PostgresOutbox(Outbox):
                 self._queued()  # after the commit, as everywhere (see ``_queued``)
         finally:
             self._local.announce = False
+            self._local.unit_conn = None
 
     def _lease_conn(self) -> psycopg.Connection[Any]:
         """This thread's second connection, for claims: ``synchronous_commit=off`` for its whole session."""
@@ -201,8 +208,8 @@ class PostgresOutbox(Outbox):
     def _queued(self) -> None:
         # after the commit, in a statement of its own: NOTIFY inside the intake transaction would
         # hold PostgreSQL's global notify lock through that commit's WAL flush, one intake at a time
-        if getattr(self._local, "unit", None) is not None:
-            self._local.announce = True  # inside ``unit()``: sent once it has committed
+        if getattr(self._local, "unit_conn", None) is not None:
+            self._local.announce = True  # inside ``unit()``'s transaction: sent once it has committed
             return
         with contextlib.suppress(psycopg.Error):  # the work is stored; the others find it by polling
             self._conn().execute("SELECT pg_notify(%s, '')", (CHANNEL,))
