@@ -108,6 +108,8 @@ class Worker:
             self._thread = threading.Thread(target=self._loop, name="driftguard-delivery", daemon=True)
             self._thread.start()
             self.outbox.listen(self.wake)  # PostgreSQL: other replicas' new work wakes this loop too
+            # one connection per send thread and one for the intake, opened before the first webhook
+            self.outbox.warm(len(self.channels) + 1)
 
     def wake(self) -> bool:
         """New work (this process's, or another replica's on PostgreSQL): do not wait for the next poll.

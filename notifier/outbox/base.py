@@ -152,7 +152,7 @@ class Outbox(ABC):
 
     @abstractmethod
     def close(self) -> None:
-        """Close this thread's connection."""
+        """Close this thread's connection (PostgreSQL: and those ``warm`` opened ahead and nobody took)."""
 
     def listen(self, wake: Callable[[], object]) -> None:  # noqa: B027 - optional; SQLite is one replica
         """Call ``wake`` whenever another process queues work, if the store can say so (PostgreSQL)."""
@@ -195,6 +195,9 @@ class Outbox(ABC):
                 (now + self.lease, self.replica, row["id"]),
             )
         return {**dict(row), "attempts": int(row["attempts"]) + 1}  # this one included
+
+    def warm(self, connections: int) -> None:  # noqa: B027 - optional; a SQLite connection is a file open
+        """Open ``connections`` connections ahead, in the background, for threads that will need one."""
 
     def announce(self) -> None:
         """Tell the other processes that work was queued (PostgreSQL: NOTIFY); after the commit."""

@@ -106,6 +106,9 @@ class PostgresOutbox(Outbox):
         self._lease_conninfo = make_conninfo("", **{**params, "options": options})
         self.where = describe(url)
         self._local = threading.local()
+        self._spares: list[psycopg.Connection[Any]] | None = []
+        """Connections opened ahead by ``warm`` for threads that have none yet (None once closed)."""
+        self._spares_lock = threading.Lock()
         self._listener: threading.Thread | None = None
         self._unlisten = threading.Event()
         deadline = time.monotonic() + connect_wait
@@ -134,10 +137,47 @@ class PostgresOutbox(Outbox):
         if conn is None or conn.closed or conn.broken:
             if conn is not None:
                 conn.close()
+                self._drop_spares()  # the server may have gone away, and the spares' sessions with it
             self._local.db = None
-            conn = psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row)
+            conn = self._spare() or psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row)
             self._local.db = conn
         return conn
+
+    def warm(self, connections: int) -> None:
+        # A connection costs a server process fork and a start-up exchange, milliseconds on a busy
+        # node: opened here, in the background, a thread's first statement (the first webhook on a
+        # gunicorn thread, a channel's first sent mark) takes one instead of connecting on its path.
+        if connections > 0:
+            threading.Thread(
+                target=self._open_spares, args=(connections,), name="driftguard-pg-warm", daemon=True
+            ).start()
+
+    def _open_spares(self, connections: int) -> None:
+        for _ in range(connections):
+            try:
+                conn = psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row)
+            except psycopg.Error:
+                return  # the database is away: threads connect when they need to
+            with self._spares_lock:
+                if self._spares is None:  # closed meanwhile
+                    conn.close()
+                    return
+                self._spares.append(conn)
+
+    def _spare(self) -> psycopg.Connection[Any] | None:
+        with self._spares_lock:
+            while self._spares:
+                conn = self._spares.pop()
+                if not conn.closed and not conn.broken:
+                    return conn
+                conn.close()
+        return None
+
+    def _drop_spares(self, *, closing: bool = False) -> None:
+        with self._spares_lock:
+            spares, self._spares = self._spares or [], None if closing else []
+        for conn in spares:
+            conn.close()
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
@@ -261,6 +301,7 @@ class PostgresOutbox(Outbox):
             )
 
     def close(self) -> None:
+        self._drop_spares(closing=True)
         for name in ("db", "lease_db"):
             conn = getattr(self._local, name, None)
             if conn is not None:

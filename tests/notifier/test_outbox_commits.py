@@ -9,6 +9,7 @@ the database's own (a trigger refusing an INSERT), never a patch of our code.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import psycopg
 import pytest
 
 from notifier.app import create_app
-from notifier.outbox.postgres import CHANNEL
+from notifier.outbox.postgres import CHANNEL, PostgresOutbox
 from standins.argo_api import FakeArgo
 from standins.drill import serve_drill
 from standins.postgres import PgServer
@@ -100,3 +101,35 @@ def test_a_webhook_wakes_the_other_replicas_only_when_its_own_worker_is_busy(
     state.worker.stop()
     state.worker.expander.close()
     state.outbox.close()
+
+
+def test_connections_are_opened_ahead_for_the_threads_that_will_need_them(pg: PgServer) -> None:
+    url = pg.new_database()
+    outbox = PostgresOutbox(url, lease=30)
+    mine = outbox.query("SELECT pg_backend_pid() AS pid")[0]["pid"]
+
+    def backends() -> set[int]:
+        rows = outbox.query(
+            "SELECT pid FROM pg_stat_activity WHERE datname=current_database() AND application_name=%s",
+            ("driftguard-notifier",),
+        )
+        return {int(r["pid"]) for r in rows} - {mine}
+
+    outbox.warm(2)
+    deadline = time.monotonic() + 30
+    while len(backends()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    ahead = backends()
+    assert len(ahead) == 2
+    used: list[int] = []
+
+    def first_statement_of_a_new_thread() -> None:
+        used.append(int(outbox.query("SELECT pg_backend_pid() AS pid")[0]["pid"]))
+
+    for _ in range(3):
+        t = threading.Thread(target=first_statement_of_a_new_thread)
+        t.start()
+        t.join()
+    assert set(used[:2]) == ahead  # the two opened ahead are taken first
+    assert used[2] not in ahead  # then a thread connects as before
+    outbox.close()
