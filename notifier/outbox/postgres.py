@@ -20,7 +20,8 @@ without an idempotency key is one autocommit INSERT (one round trip, flushed bef
 a claim is one autocommit ``UPDATE ... WHERE id=(SELECT ... FOR UPDATE SKIP LOCKED) RETURNING *``
 on a second connection per thread whose session has ``synchronous_commit=off`` (only leases are
 written there: a lease lost in a database crash makes the row claimable again, never loses it);
-everything one expansion writes is one transaction (``unit``), one synchronous commit.
+everything one expansion writes is one transaction (``unit``), one synchronous commit; a
+thread's first connection is taken from those ``warm`` opened ahead when there is one.
 
 Wake-ups: a webhook wakes its own process's delivery loop; only when that loop is busy expanding
 (a burst) does it send ``NOTIFY driftguard_notifier_work``, and so does a replica that queued
