@@ -35,6 +35,7 @@ poll, never loses it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import re
 import threading
@@ -131,7 +132,7 @@ class PostgresOutbox(Outbox):
                 ) from None
 
     def _sql(self, statement: str) -> str:
-        return re.sub(r"\bREAL\b", "DOUBLE PRECISION", statement).replace("?", "%s")
+        return _translate(statement)
 
     def _conn(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "db", None)
@@ -308,6 +309,12 @@ class PostgresOutbox(Outbox):
             if conn is not None:
                 conn.close()
                 setattr(self._local, name, None)
+
+
+@functools.lru_cache(maxsize=512)
+def _translate(statement: str) -> str:
+    """The shared SQL in PostgreSQL's dialect (``?`` -> ``%s``, REAL -> DOUBLE PRECISION), once per statement text."""
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", statement).replace("?", "%s")
 
 
 def _short(exc: BaseException) -> str:
