@@ -91,6 +91,9 @@ class Worker:
         self.sender = HttpSender(connect_timeout=min(3.05, send_timeout), read_timeout=send_timeout)
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._expanding = False
+        """True while the loop expands a notification (set and read without a lock: a stale answer
+        only costs a wake-up of the other processes, or one poll's delay)."""
         self._thread: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(
             max_workers=max(2, len(channels)), thread_name_prefix="driftguard-send"
@@ -105,10 +108,20 @@ class Worker:
             self._thread = threading.Thread(target=self._loop, name="driftguard-delivery", daemon=True)
             self._thread.start()
             self.outbox.listen(self.wake)  # PostgreSQL: other replicas' new work wakes this loop too
+            # one connection per send thread and one for the intake, opened before the first webhook
+            self.outbox.warm(len(self.channels) + 1)
 
-    def wake(self) -> None:
-        """New work (this process's, or another replica's on PostgreSQL): do not wait for the next poll."""
+    def wake(self) -> bool:
+        """New work (this process's, or another replica's on PostgreSQL): do not wait for the next poll.
+
+        True when the loop runs and is not expanding a notification, so it claims this work within
+        moments (it waits, or is between claims and looks again once woken): the webhook then need
+        not wake the other processes for it. An expansion may wait on a slow Argo CD for seconds;
+        then False, and the webhook wakes the others.
+        """
+        ready = self._thread is not None and self._thread.is_alive() and not self._expanding
         self._wake.set()
+        return ready
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
@@ -140,10 +153,13 @@ class Worker:
         """Start sending what is due, expand what is due, queue re-checks; True when anything was done."""
         busy = self._start_sends()
         while (claimed := self.outbox.claim_notification()) is not None:
-            self._expand(claimed)
+            self._expanding = True
+            try:
+                self._expand(claimed)
+            finally:
+                self._expanding = False
             busy = True
             self._start_sends()  # a slow Argo CD must not hold back messages already queued
-        busy = self._start_sends() or busy
         if wait:
             for future in list(self._inflight.values()):
                 future.result()
@@ -215,7 +231,16 @@ class Worker:
             app, report = self.expander.report(name, namespace)
             app_info = report.app
             stage = "render"
-            messages, outcome = self._plan(app, report, trigger, row, received_at=received_at)
+            # one transaction for everything the expansion writes (PostgreSQL: one commit, one WAL
+            # flush; all or nothing: before the commit the notification is still pending)
+            with self.outbox.unit():
+                messages, outcome = self._plan(app, report, trigger, row, received_at=received_at)
+                stage = "queue"
+                self._reap()
+                # queued already leased to us for every channel not busy here: sent now, with no claim in between
+                queued, leased = self.outbox.finish_and_claim(
+                    claimed.id, messages, claim=frozenset(self.channels) - frozenset(self._inflight)
+                )
         except NotFound as exc:
             self.outbox.finish_notification(claimed.id, [], error=str(exc))
             self.outbox.close_episode(app_info.key)  # a deleted app is not re-checked forever
@@ -224,13 +249,10 @@ class Worker:
             event("app_not_found", level=logging.WARNING, app=f"{namespace}/{name}", notification=claimed.id)
             return
         except Exception as exc:  # anything else is retried, then ends in the fallback alert
+            if stage == "queue":
+                raise  # the outbox failed to queue (or commit): the loop logs it; the lease runs out, expanded again
             self._failed(claimed, stage=stage, exc=exc, app=app_info)
             return
-        self._reap()
-        # queued already leased to us for every channel not busy here: sent now, with no claim in between
-        queued, leased = self.outbox.finish_and_claim(
-            claimed.id, messages, claim=frozenset(self.channels) - frozenset(self._inflight)
-        )
         for msg in leased:
             self._submit(msg)
         self.metrics.expanded(outcome)
@@ -315,8 +337,10 @@ class Worker:
         out: list[dict[str, Any]] = []
         if alerting:
             fingerprint = report.fingerprint()
-            for channel, severity in self.config.targets(report, {c.cls for c in alerting}).items():
-                if self.outbox.recently_sent(app_key, channel, fingerprint, self.dedup_window):
+            targets = self.config.targets(report, {c.cls for c in alerting})
+            repeats = self.outbox.sent_recently(app_key, list(targets), fingerprint, self.dedup_window)
+            for channel, severity in targets.items():
+                if channel in repeats:
                     self.metrics.deduplicated(channel)
                     continue
                 payload = self.channels[channel].payload(
@@ -365,8 +389,10 @@ class Worker:
             ).encode()
         ).hexdigest()[:32]
         out: list[dict[str, Any]] = []
-        for channel, severity in self.config.targets(report, classes, severity=notice["severity"]).items():
-            if self.outbox.recently_sent(report.app.key, channel, fingerprint, self.dedup_window):
+        targets = self.config.targets(report, classes, severity=notice["severity"])
+        repeats = self.outbox.sent_recently(report.app.key, list(targets), fingerprint, self.dedup_window)
+        for channel, severity in targets.items():
+            if channel in repeats:
                 self.metrics.deduplicated(channel)
                 continue
             payload = self.channels[channel].payload({**notice, "severity": severity}, kind=NOTICE)
@@ -418,9 +444,11 @@ class Worker:
             self.metrics.sent(row["channel"], "dead")
             event("dead_letter", level=logging.ERROR, error=scrub_text(str(exc))[:300], **fields)
             return
-        latency = self.outbox.delivered(msg)
-        if self.journal is not None and row["kind"] == ALERT:
-            self.journal.alerted(row["app"], row["channel"], at=float(row["received_at"]) + latency)
+        # one commit for the sent mark and the journal's alert time (PostgreSQL; see Outbox.unit)
+        with self.outbox.unit():
+            latency = self.outbox.delivered(msg)
+            if self.journal is not None and row["kind"] == ALERT:
+                self.journal.alerted(row["app"], row["channel"], at=float(row["received_at"]) + latency)
         self.metrics.sent(row["channel"], "sent")
         self.metrics.delivered(row["channel"], latency)
         event("delivered", latency_ms=round(latency * 1000, 1), attempts=row["attempts"], **fields)

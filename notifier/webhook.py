@@ -132,6 +132,7 @@ def receive() -> tuple[Response, int]:
             received_at=received_at,
             key=intake_key(body, name, app_namespace, trigger) if state.settings.intake_window else "",
             window=state.settings.intake_window,
+            announce=False,  # below: the other processes are woken only if this one's worker is busy
         )
     except StoreUnavailable:
         # not stored, so not accepted: Argo CD sees the 503 and the pod turns not ready until a write succeeds
@@ -150,5 +151,9 @@ def receive() -> tuple[Response, int]:
         state.metrics.received("duplicate")
         return jsonify({"id": nid, "duplicate": True}), 202
     state.metrics.received("accepted")
-    state.worker.wake()  # this process's worker starts at once (other replicas: LISTEN/NOTIFY, else polling)
+    # this process's worker starts at once; when it is busy (a burst), the other replicas are woken
+    # too (PostgreSQL: NOTIFY). Waking them all for every notification made six loops race for
+    # one row on two cores, slowing the one that won. Polling stays the safety net.
+    if not state.worker.wake():
+        state.outbox.announce()
     return jsonify({"id": nid}), 202

@@ -28,7 +28,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,9 +152,9 @@ class Outbox(ABC):
 
     @abstractmethod
     def close(self) -> None:
-        """Close this thread's connection."""
+        """Close this thread's connection (PostgreSQL: and those ``warm`` opened ahead and nobody took)."""
 
-    def listen(self, wake: Callable[[], None]) -> None:  # noqa: B027 - optional; SQLite is one replica
+    def listen(self, wake: Callable[[], object]) -> None:  # noqa: B027 - optional; SQLite is one replica
         """Call ``wake`` whenever another process queues work, if the store can say so (PostgreSQL)."""
 
     def unlisten(self) -> None:  # noqa: B027 - optional, as ``listen``
@@ -163,11 +163,51 @@ class Outbox(ABC):
     def _queued(self) -> None:  # noqa: B027 - optional, as ``listen``
         """After a commit that queued work others may take: tell the listening processes."""
 
+    def unit(self) -> AbstractContextManager[Any]:
+        """One transaction for several of these methods' writes, committed once at the end (PostgreSQL).
+
+        The worker wraps what one expansion writes (episode, incident, journal, the queued
+        messages) in it: one commit and one WAL flush instead of four, and all of it or none (a
+        crash or a failure before the commit leaves the notification pending, expanded again
+        from its durable row). Inside, every method runs in that transaction. SQLite: each write
+        keeps its own commit (no flush in WAL + ``synchronous=NORMAL``, and holding the file's one
+        write lock over the rendering would only make the other workers' intake wait).
+        """
+        return nullcontext()
+
+    def _claim(self, table: str, due: str, params: tuple[Any, ...], order: str) -> dict[str, Any] | None:
+        """Lease the first due row of ``table`` (``due``: its FROM ... WHERE); the row, attempts counted.
+
+        SQLite: a plain read first, so an idle poll takes no write lock; then the claim under
+        ``BEGIN IMMEDIATE``. The lease's commit may skip the disk (``_lease_only``).
+        """
+        now = params[0]
+        if self._x(self._conn(), f"SELECT 1 AS due {due} LIMIT 1", params).fetchone() is None:
+            return None  # an idle poll: a plain read, no write lock taken (SQLite) and no transaction (both)
+        with self._tx() as db:
+            self._lease_only(db)
+            row = self._x(db, f"SELECT * {due} ORDER BY {order} LIMIT 1{self.lock_clause}", params).fetchone()
+            if row is None:
+                return None
+            self._x(
+                db,
+                f"UPDATE {table} SET lease_until=?, attempts=attempts+1, owner=? WHERE id=?",  # noqa: S608 - fixed names
+                (now + self.lease, self.replica, row["id"]),
+            )
+        return {**dict(row), "attempts": int(row["attempts"]) + 1}  # this one included
+
+    def warm(self, connections: int) -> None:  # noqa: B027 - optional; a SQLite connection is a file open
+        """Open ``connections`` connections ahead, in the background, for threads that will need one."""
+
+    def announce(self) -> None:
+        """Tell the other processes that work was queued (PostgreSQL: NOTIFY); after the commit."""
+        self._queued()
+
     def _lease_only(self, db: Any) -> None:  # noqa: B027 - an optional hook; SQLite has nothing to relax
         """Inside a transaction that writes only a lease: the backend may commit it without waiting for the disk.
 
-        A lease lost in a database crash only makes the row claimable again (at-least-once holds);
-        PostgreSQL then skips the WAL flush of this commit (``synchronous_commit``).
+        A lease lost in a database crash only makes the row claimable again (at-least-once holds).
+        (PostgreSQL claims on a connection whose session skips the WAL flush instead: ``_claim``.)
         """
 
     def _sql(self, statement: str) -> str:
@@ -232,17 +272,29 @@ class Outbox(ABC):
         received_at: float,
         key: str = "",
         window: float = 0.0,
+        announce: bool = True,
     ) -> tuple[str, bool]:
         """Store a notification (before answering 202): its id, and True when ``key`` was seen within ``window``.
 
         The idempotency key is taken with an upsert that only replaces a key older than the window,
         in the same transaction as the row, so two replicas receiving the same retry store it once.
-        Raises ``StoreUnavailable`` when nothing was stored.
+        Raises ``StoreUnavailable`` when nothing was stored. ``announce=False``: the caller wakes a
+        worker of its own that takes it at once, so the other processes are not woken for it (they
+        still find it at their next poll if that worker does not).
         """
         nid = uuid.uuid4().hex
+        insert = (
+            "INSERT INTO notifications(id, received_at, body, app, app_namespace, trigger, state, next_at)"
+            " VALUES (?,?,?,?,?,?,'pending',?)"
+        )
+        row = (nid, received_at, json.dumps(body), app, app_namespace, trigger, received_at)
         try:
-            with self._tx() as db:
-                if key:
+            if not key:
+                # one statement in autocommit mode: its own transaction, committed (and on
+                # PostgreSQL flushed) before it returns; one round trip where BEGIN/COMMIT were three
+                self._x(self._conn(), insert, row)
+            else:
+                with self._tx() as db:
                     won = self._x(
                         db,
                         "INSERT INTO intake(key, notification_id, received_at) VALUES (?,?,?) ON CONFLICT(key) DO UPDATE"
@@ -251,42 +303,29 @@ class Outbox(ABC):
                         (key, nid, received_at, received_at - window),
                     ).fetchone()
                     if won is None:
-                        row = self._x(db, "SELECT notification_id FROM intake WHERE key=?", (key,)).fetchone()
+                        seen = self._x(
+                            db, "SELECT notification_id FROM intake WHERE key=?", (key,)
+                        ).fetchone()
                         self.write_error = ""
-                        return str(row["notification_id"]), True
-                self._x(
-                    db,
-                    "INSERT INTO notifications(id, received_at, body, app, app_namespace, trigger, state, next_at)"
-                    " VALUES (?,?,?,?,?,?,'pending',?)",
-                    (nid, received_at, json.dumps(body), app, app_namespace, trigger, received_at),
-                )
+                        return str(seen["notification_id"]), True
+                    self._x(db, insert, row)
         except self.errors as exc:
             self.write_error = _reason(exc)
             raise StoreUnavailable(self.write_error) from exc
         self.write_error = ""
-        self._queued()
+        if announce:
+            self._queued()
         return nid, False
 
     def claim_notification(self, now: float | None = None) -> Claimed | None:
         now = time.time() if now is None else now
-        due = "FROM notifications WHERE state='pending' AND next_at<=? AND lease_until<?"
-        if self._x(self._conn(), f"SELECT 1 AS due {due} LIMIT 1", (now, now)).fetchone() is None:
-            return None  # an idle poll: a plain read, no write lock taken (SQLite) and no transaction (both)
-        with self._tx() as db:
-            self._lease_only(db)
-            row = self._x(
-                db,
-                f"SELECT * {due} ORDER BY received_at LIMIT 1{self.lock_clause}",
-                (now, now),
-            ).fetchone()
-            if row is None:
-                return None
-            self._x(
-                db,
-                "UPDATE notifications SET lease_until=?, attempts=attempts+1, owner=? WHERE id=?",
-                (now + self.lease, self.replica, row["id"]),
-            )
-        return Claimed(row["id"], {**dict(row), "attempts": int(row["attempts"]) + 1})  # this one included
+        row = self._claim(
+            "notifications",
+            "FROM notifications WHERE state='pending' AND next_at<=? AND lease_until<?",
+            (now, now),
+            "received_at",
+        )
+        return None if row is None else Claimed(row["id"], row)
 
     def finish_notification(
         self, nid: str, messages: list[dict[str, Any]], *, error: str = "", state: str = "done"
@@ -311,16 +350,15 @@ class Outbox(ABC):
         every channel. A message that already existed (a replayed expansion) is never leased here.
         """
         now = time.time()
-        queued = 0
-        leased: list[Claimed] = []
-        with self._tx() as db:
-            for m in messages:
-                mid = hashlib.sha256(f"{nid}\0{m['channel']}\0{m['kind']}".encode()).hexdigest()[:32]
-                take = (claim is None or m["channel"] in claim) and m["channel"] not in {
-                    c.row["channel"] for c in leased
-                }
-                row = {
-                    "id": mid,
+        rows: list[dict[str, Any]] = []
+        taken: set[str] = set()
+        for m in messages:
+            take = (claim is None or m["channel"] in claim) and m["channel"] not in taken
+            if take:
+                taken.add(m["channel"])
+            rows.append(
+                {
+                    "id": hashlib.sha256(f"{nid}\0{m['channel']}\0{m['kind']}".encode()).hexdigest()[:32],
                     "notification_id": nid,
                     "channel": m["channel"],
                     "kind": m["kind"],
@@ -337,35 +375,33 @@ class Outbox(ABC):
                     "sent_at": None,
                     "last_error": "",
                 }
-                cur = self._x(
-                    db,
-                    "INSERT INTO messages(id, notification_id, channel, kind, app, fingerprint, payload, state, next_at,"
-                    " created_at, received_at, attempts, lease_until, owner)"
-                    " VALUES (?,?,?,?,?,?,?,'pending',?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
-                    (
-                        mid,
-                        nid,
-                        m["channel"],
-                        m["kind"],
-                        m["app"],
-                        m["fingerprint"],
-                        row["payload"],
-                        now,
-                        now,
-                        m["received_at"],
-                        row["attempts"],
-                        row["lease_until"],
-                        row["owner"],
-                    ),
-                )
-                queued += cur.rowcount
-                if take and cur.rowcount:
-                    leased.append(Claimed(mid, row))
+            )
+        columns = (
+            "id, notification_id, channel, kind, app, fingerprint, payload, next_at, created_at, received_at,"
+            " attempts, lease_until, owner"
+        )
+        with self._tx() as db:
+            new: set[str] = set()
+            if rows:
+                # every message in one statement (one round trip); RETURNING names those that were new
+                values = ",".join(["(?,?,?,?,?,?,?,?,?,?,?,?,?,'pending')"] * len(rows))
+                params = [r[c.strip()] for r in rows for c in columns.split(",")]
+                new = {
+                    str(r["id"])
+                    for r in self._x(
+                        db,
+                        f"INSERT INTO messages({columns}, state) VALUES {values}"  # noqa: S608 - placeholders only
+                        " ON CONFLICT(id) DO NOTHING RETURNING id",
+                        params,
+                    ).fetchall()
+                }
             self._x(
                 db,
                 "UPDATE notifications SET state=?, done_at=?, last_error=?, lease_until=0 WHERE id=?",
                 (state, now, error[:500], nid),
             )
+        queued = sum(1 for r in rows if r["id"] in new)
+        leased = [Claimed(r["id"], r) for r in rows if r["id"] in new and r["owner"]]
         if queued > len(leased):
             self._queued()  # messages of channels busy here: another process may send them now
         return queued, leased
@@ -390,24 +426,13 @@ class Outbox(ABC):
         """
         now = time.time() if now is None else now
         cond, param = self._not_busy(exclude_channels)
-        due = f"FROM messages WHERE state='pending' AND next_at<=? AND lease_until<? AND {cond}"
-        if self._x(self._conn(), f"SELECT 1 AS due {due} LIMIT 1", (now, now, param)).fetchone() is None:
-            return None  # an idle poll: a plain read, no write lock taken (SQLite) and no transaction (both)
-        with self._tx() as db:
-            self._lease_only(db)
-            row = self._x(
-                db,
-                f"SELECT * {due} ORDER BY next_at, created_at LIMIT 1" + self.lock_clause,
-                (now, now, param),
-            ).fetchone()
-            if row is None:
-                return None
-            self._x(
-                db,
-                "UPDATE messages SET lease_until=?, attempts=attempts+1, owner=? WHERE id=?",
-                (now + self.lease, self.replica, row["id"]),
-            )
-        return Claimed(row["id"], {**dict(row), "attempts": int(row["attempts"]) + 1})  # this one included
+        row = self._claim(
+            "messages",
+            f"FROM messages WHERE state='pending' AND next_at<=? AND lease_until<? AND {cond}",
+            (now, now, param),
+            "next_at, created_at",
+        )
+        return None if row is None else Claimed(row["id"], row)
 
     def delivered(self, msg: Claimed, *, state: str = "sent", error: str = "") -> float:
         """Mark sent (or ``unconfirmed``: sent, no answer), remember the fingerprint; seconds since the webhook."""
@@ -462,6 +487,20 @@ class Outbox(ABC):
             (app, channel, fingerprint, time.time() - window, app, channel, fingerprint),
         ).fetchone()
         return row is not None
+
+    def sent_recently(self, app: str, channels: list[str], fingerprint: str, window: float) -> set[str]:
+        """``recently_sent`` for several channels in one query: those of ``channels`` that would repeat."""
+        if not channels:
+            return set()
+        marks = ",".join("?" * len(channels))
+        rows = self._x(
+            self._conn(),
+            f"SELECT channel FROM sent WHERE app=? AND fingerprint=? AND sent_at>? AND channel IN ({marks}) "  # noqa: S608 - placeholders only
+            "UNION SELECT channel FROM messages WHERE app=? AND fingerprint=? AND kind='alert' AND state='pending'"
+            f" AND channel IN ({marks})",
+            (app, fingerprint, time.time() - window, *channels, app, fingerprint, *channels),
+        ).fetchall()
+        return {str(r["channel"]) for r in rows}
 
     def open_incident(self, app: str, *, name: str, namespace: str, fingerprint: str) -> None:
         now = time.time()
@@ -527,7 +566,9 @@ class Outbox(ABC):
         with self._tx() as db:
             if not self._singleton(db, LOCK_RECHECKS):
                 return []
-            for table in ("incidents", "episodes"):
+            # episodes before incidents, the order an expansion's transaction writes them in
+            # (``unit``): the two never wait on each other's rows in a cycle
+            for table in ("episodes", "incidents"):
                 for r in self._x(
                     db,
                     f"SELECT app, app_name, app_namespace FROM {table} WHERE checked_at<=?",  # noqa: S608 - fixed names

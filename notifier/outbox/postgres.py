@@ -15,15 +15,27 @@ fails fast (webhooks answer 503, /readyz turns not ready) instead of hanging a w
 keeps one connection and opens a new one after the old one broke, so delivery resumes by itself
 when the database is back.
 
-Wake-ups: a replica that stored a notification (or queued messages it cannot send at once) sends
-``NOTIFY driftguard_notifier_work``; every replica's delivery loop LISTENs on a connection of its
-own and looks at once, instead of at its next poll (0.2 s). The poll stays as the safety net: a
-lost notification or a listener reconnecting delays work by one poll, never loses it.
+Commits and round trips (the latency path, docs/architecture.md): the intake of a notification
+without an idempotency key is one autocommit INSERT (one round trip, flushed before the 202);
+a claim is one autocommit ``UPDATE ... WHERE id=(SELECT ... FOR UPDATE SKIP LOCKED) RETURNING *``
+on a second connection per thread whose session has ``synchronous_commit=off`` (only leases are
+written there: a lease lost in a database crash makes the row claimable again, never loses it);
+everything one expansion writes is one transaction (``unit``), one synchronous commit; a
+thread's first connection is taken from those ``warm`` opened ahead when there is one.
+
+Wake-ups: a webhook wakes its own process's delivery loop; only when that loop is busy expanding
+(a burst) does it send ``NOTIFY driftguard_notifier_work``, and so does a replica that queued
+messages it cannot send at once. Every replica's delivery loop LISTENs on a connection of its own
+and looks at once, instead of at its next poll (0.2 s). (Notifying for every webhook woke all the
+loops of all replicas to race for one row, which on a small node slowed the one that won.) The
+poll stays as the safety net: a lost notification or a listener reconnecting delays work by one
+poll, never loses it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import re
 import threading
@@ -91,8 +103,14 @@ class PostgresOutbox(Outbox):
         for k, v in _DEFAULTS.items():
             params.setdefault(k, v)
         self._conninfo = make_conninfo("", **params)
+        # the claims' connection: the caller's own ``options`` kept, ours appended (libpq takes the last)
+        options = f"{params.get('options', '')} -c synchronous_commit=off".strip()
+        self._lease_conninfo = make_conninfo("", **{**params, "options": options})
         self.where = describe(url)
         self._local = threading.local()
+        self._spares: list[psycopg.Connection[Any]] | None = []
+        """Connections opened ahead by ``warm`` for threads that have none yet (None once closed)."""
+        self._spares_lock = threading.Lock()
         self._listener: threading.Thread | None = None
         self._unlisten = threading.Event()
         deadline = time.monotonic() + connect_wait
@@ -114,31 +132,131 @@ class PostgresOutbox(Outbox):
                 ) from None
 
     def _sql(self, statement: str) -> str:
-        return re.sub(r"\bREAL\b", "DOUBLE PRECISION", statement).replace("?", "%s")
+        return _translate(statement)
 
     def _conn(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "db", None)
         if conn is None or conn.closed or conn.broken:
             if conn is not None:
                 conn.close()
+                self._drop_spares()  # the server may have gone away, and the spares' sessions with it
             self._local.db = None
-            conn = psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row)
+            conn = self._spare() or psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row)
             self._local.db = conn
         return conn
 
+    def warm(self, connections: int) -> None:
+        # A connection costs a server process fork and a start-up exchange, milliseconds on a busy
+        # node: opened here, in the background, a thread's first statement (the first webhook on a
+        # gunicorn thread, a channel's first sent mark) takes one instead of connecting on its path.
+        if connections > 0:
+            threading.Thread(
+                target=self._open_spares, args=(connections,), name="driftguard-pg-warm", daemon=True
+            ).start()
+
+    def _open_spares(self, connections: int) -> None:
+        for _ in range(connections):
+            try:
+                conn = psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row)
+            except psycopg.Error:
+                return  # the database is away: threads connect when they need to
+            with self._spares_lock:
+                if self._spares is None:  # closed meanwhile
+                    conn.close()
+                    return
+                self._spares.append(conn)
+
+    def _spare(self) -> psycopg.Connection[Any] | None:
+        with self._spares_lock:
+            while self._spares:
+                conn = self._spares.pop()
+                if not conn.closed and not conn.broken:
+                    return conn
+                conn.close()
+        return None
+
+    def _drop_spares(self, *, closing: bool = False) -> None:
+        with self._spares_lock:
+            spares, self._spares = self._spares or [], None if closing else []
+        for conn in spares:
+            conn.close()
+
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        unit: contextlib.ExitStack | None = getattr(self._local, "unit", None)
+        if unit is not None:
+            # inside ``unit()``: its transaction, begun by its first write, committed once at its end
+            if self._local.unit_conn is None:
+                conn = self._conn()
+                unit.enter_context(conn.transaction())
+                self._local.unit_conn = conn
+            yield self._local.unit_conn
+            return
         conn = self._conn()
         with conn.transaction():
             yield conn
 
+    @contextmanager
+    def unit(self) -> Iterator[None]:
+        if getattr(self._local, "unit", None) is not None:
+            yield
+            return
+        self._local.announce = False
+        self._local.unit_conn = None
+        try:
+            with contextlib.ExitStack() as stack:  # its exit commits (or rolls back) what was begun
+                self._local.unit = stack
+                try:
+                    yield
+                finally:
+                    self._local.unit = None
+            if self._local.announce:
+                self._queued()  # after the commit, as everywhere (see ``_queued``)
+        finally:
+            self._local.announce = False
+            self._local.unit_conn = None
+
+    def _lease_conn(self) -> psycopg.Connection[Any]:
+        """This thread's second connection, for claims: ``synchronous_commit=off`` for its whole session."""
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "lease_db", None)
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None:
+                conn.close()
+            self._local.lease_db = None
+            conn = psycopg.connect(self._lease_conninfo, autocommit=True, row_factory=dict_row)
+            self._local.lease_db = conn
+        return conn
+
+    def _claim(self, table: str, due: str, params: tuple[Any, ...], order: str) -> dict[str, Any] | None:
+        # One autocommit statement on the lease connection: one round trip whether there is work or
+        # not (an idle poll's UPDATE changes nothing: no transaction id, no WAL). SKIP LOCKED in the
+        # subquery: two replicas never take the same row and never wait on each other's. The
+        # connection's commits skip the WAL flush: lost in a database crash, a lease only makes
+        # the row claimable again (at-least-once holds); nothing accepted or queued is written
+        # there. RETURNING gives the row as leased.
+        row = (
+            self._lease_conn()
+            .execute(
+                self._sql(
+                    f"UPDATE {table} SET lease_until=?, attempts=attempts+1, owner=? WHERE id=("  # noqa: S608 - fixed names
+                    f"SELECT id {due} ORDER BY {order} LIMIT 1{self.lock_clause}) RETURNING *"
+                ),
+                (params[0] + self.lease, self.replica, *params),
+            )
+            .fetchone()
+        )
+        return dict(row) if row is not None else None
+
     def _queued(self) -> None:
         # after the commit, in a statement of its own: NOTIFY inside the intake transaction would
         # hold PostgreSQL's global notify lock through that commit's WAL flush, one intake at a time
+        if getattr(self._local, "unit_conn", None) is not None:
+            self._local.announce = True  # inside ``unit()``'s transaction: sent once it has committed
+            return
         with contextlib.suppress(psycopg.Error):  # the work is stored; the others find it by polling
             self._conn().execute("SELECT pg_notify(%s, '')", (CHANNEL,))
 
-    def listen(self, wake: Callable[[], None]) -> None:
+    def listen(self, wake: Callable[[], object]) -> None:
         if self._listener is None or not self._listener.is_alive():
             self._unlisten.clear()
             self._listener = threading.Thread(
@@ -152,7 +270,7 @@ class PostgresOutbox(Outbox):
             self._listener.join(5.0)
             self._listener = None
 
-    def _listen(self, wake: Callable[[], None]) -> None:
+    def _listen(self, wake: Callable[[], object]) -> None:
         """One connection of its own that LISTENs; reconnects after the database went away."""
         while not self._unlisten.is_set():
             try:
@@ -164,11 +282,6 @@ class PostgresOutbox(Outbox):
                             wake()
             except psycopg.Error:
                 self._unlisten.wait(1.0)  # down: polling goes on meanwhile, and so does this, each second
-
-    def _lease_only(self, db: Any) -> None:
-        # a claim's commit need not wait for the WAL flush (fsync): lost in a crash, the lease only
-        # makes the row claimable again; what we accepted and what we queued is always flushed
-        db.execute("SET LOCAL synchronous_commit TO OFF")
 
     def _singleton(self, db: Any, name: str) -> bool:
         row = db.execute("SELECT pg_try_advisory_xact_lock(%s) AS ok", (_key(name),)).fetchone()
@@ -190,10 +303,18 @@ class PostgresOutbox(Outbox):
             )
 
     def close(self) -> None:
-        conn = getattr(self._local, "db", None)
-        if conn is not None:
-            conn.close()
-            self._local.db = None
+        self._drop_spares(closing=True)
+        for name in ("db", "lease_db"):
+            conn = getattr(self._local, name, None)
+            if conn is not None:
+                conn.close()
+                setattr(self._local, name, None)
+
+
+@functools.lru_cache(maxsize=512)
+def _translate(statement: str) -> str:
+    """The shared SQL in PostgreSQL's dialect (``?`` -> ``%s``, REAL -> DOUBLE PRECISION), once per statement text."""
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", statement).replace("?", "%s")
 
 
 def _short(exc: BaseException) -> str:
