@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import socket as socket_module
     from _socket import socket as Socket
     from collections.abc import Mapping
+    from typing import Any
 
 __all__ = ["SOCKET_NAME", "decode_request", "enabled", "encode_request", "run_preloaded", "serve"]
 
@@ -279,6 +280,7 @@ def _warm() -> None:
     # ~0.5 ms on the render's critical path when the child imports it itself
     import _blake2  # noqa: F401
     import _sha256  # type: ignore[import-not-found]  # noqa: F401
+    import ctypes  # noqa: F401 - PR_SET_PDEATHSIG for the children forked ahead (_die_with)
     import resource  # noqa: F401
 
     import yaml  # noqa: F401
@@ -357,6 +359,8 @@ def serve(path: str) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may end up in a render's output
         stream.flush()
+    with contextlib.suppress(OSError):
+        _libc()
     gc.freeze()  # what is loaded now stays shared with every child (no copy-on-write by the GC)
     started = False
     setbacks = 0  # forks that failed, or children that died or stalled without a connection, in a row
@@ -423,7 +427,9 @@ def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int,
         try:
             os.close(taken)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the render waits for its tools
+            _die_with(server)
             conn, _ = listener.accept()
+            _die_with(0)  # from here it is a render, the caller's: it outlives a server that dies
             stale = _changed(code)
             os.write(tell, b"s" if stale else b"a")
             os.close(tell)
@@ -439,6 +445,35 @@ def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int,
             os._exit(70)  # a child never returns into the server's loop, whatever happened
     os.close(tell)
     return taken, pid
+
+
+def _die_with(server: int) -> None:
+    """SIGKILL this process when ``server`` (its parent) dies; 0: no longer.
+
+    A child waiting in accept() whose server is gone would otherwise wait there for ever, holding
+    the listener (nobody may connect again: its socket can be removed with its directory).
+    PR_SET_PDEATHSIG through libc (Linux); a parent already gone by then is checked for after.
+    """
+    import signal
+
+    try:
+        _libc().prctl(1, int(signal.SIGKILL) if server else 0, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the getppid check below
+        pass
+    if server and os.getppid() != server:
+        os._exit(0)
+
+
+_LIBC: list[Any] = []
+
+
+def _libc() -> Any:
+    """libc through ctypes, opened once in the server (before the forks) so no child pays for it."""
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 STALL = 1.0

@@ -403,17 +403,16 @@ def test_a_stuck_child_is_replaced_and_the_render_still_preloaded(
 def test_a_child_whose_server_died_serves_nothing(
     generate: Callable[..., Run], cache: Path, helm_log: Path
 ) -> None:
-    """The orphan still holds the listener: it must not take renders for a server that is gone."""
+    """It would hold the listener for ever (nobody may connect again): it dies with its server."""
     assert generate().returncode == 0
     server = served(cache)
     orphan = settled_child(server)
     os.kill(server, signal.SIGKILL)
     wait_for(lambda: not alive(server), "the server is gone")
-    run = generate()
+    wait_for(lambda: not alive(orphan), "the child forked ahead dies with it", 5)
+    run = generate()  # finds nobody listening: starts a server, renders itself
     assert run.returncode == 0, run.stderr
     assert starts(helm_log)[-1]["ppid"] == run.pid, "rendered in-process"
-    wait_for(lambda: not alive(orphan), "the orphan exits")
-    assert generate().returncode == 0  # finds nobody listening: starts a server, renders itself
     wait_for(lambda: server_pid(cache) not in (0, server), "a new server", 30)
     again = generate()
     assert again.returncode == 0 and starts(helm_log)[-1]["ppid"] != again.pid

@@ -22,7 +22,7 @@ import pytest
 
 from cmp_plugin import preload
 
-from .conftest import cmp_env
+from .conftest import cmp_env, kill_preload_servers
 from .test_preload import Run, alive, server_pid, starts, wait_for, wrapper
 
 APP = "charts/platform"
@@ -38,10 +38,7 @@ def short_tmp() -> Iterator[Path]:
     """A directory with a short path (tmp_path can be too long to pad a socket path to the limit)."""
     path = Path(tempfile.mkdtemp(prefix="dg-", dir="/tmp"))
     yield path
-    for sock in path.rglob(preload.SOCKET_NAME):
-        pid = server_pid(sock.parent)
-        if pid:
-            os.kill(pid, signal.SIGKILL)
+    kill_preload_servers(path)  # the server and the child it forked ahead
     shutil.rmtree(path, ignore_errors=True)
 
 
