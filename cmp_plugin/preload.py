@@ -501,8 +501,7 @@ def _wait_for_take(
         wait = max(0.0, pending_since + STALL - time.monotonic()) if pending_since else 2.0
         ready, _, _ = select.select(watched, [], [], wait)
         if taken in ready:
-            said = os.read(taken, 1)
-            return "taken" if said == b"a" else "stop" if said == b"s" else "gone"
+            return _said(taken)
         if ready:  # the listener: a connection waits; the child should take it within moments
             pending_since = time.monotonic()
             continue
@@ -512,11 +511,16 @@ def _wait_for_take(
             if select.select([taken], [], [], 0)[0]:  # it took the connection just now after all
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
-                said = os.read(taken, 1)
-                return "taken" if said == b"a" else "stop" if said == b"s" else "gone"
+                return _said(taken)
             return "stuck"
         if _gone(path, mine) or _changed(code):
             return "stop"
+
+
+def _said(taken: int) -> str:
+    """What the child forked ahead wrote on its pipe: "a" taken, "s" stale code; nothing: it died."""
+    said = os.read(taken, 1)
+    return "taken" if said == b"a" else "stop" if said == b"s" else "gone"
 
 
 def _child(conn: Socket) -> None:
