@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -112,7 +113,8 @@ def test_the_chart_works_as_a_subchart(tmp_path: Path, values: dict[str, object]
         d["metadata"]["name"]: d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "Deployment"
     }
     assert set(deployments) == {"driftguard-notifier", "driftguard-analysis"}
-    want = values.get("driftguard", {}).get("analysis", {}).get("replicas", 2)  # type: ignore[union-attr]
+    ours: Any = values.get("driftguard", {})
+    want = ours.get("analysis", {}).get("replicas", 2)
     assert deployments["driftguard-analysis"]["spec"]["replicas"] == want
 
 

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK = (ROOT / "requirements.lock").read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # the image's interpreter and platform (Dockerfile: python:3.11-slim, linux)
-IMAGE = default_environment() | {
+IMAGE: dict[str, str] = {
+    **{k: str(v) for k, v in default_environment().items()},
     "python_version": "3.11",
     "python_full_version": "3.11.14",
     "sys_platform": "linux",
