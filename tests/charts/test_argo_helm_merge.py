@@ -80,7 +80,10 @@ def renders() -> tuple[Objects, Objects, dict[str, Any], str]:
 
 
 def contained(theirs: Any, merged: Any, where: str) -> None:
-    """Everything in `theirs` is in `merged`: maps key by key, list items by name (or whole)."""
+    """Everything in `theirs` is in `merged`: maps key by key, list items by name (or whole); an
+    empty map of theirs (null, as a template writes an empty `stringData:`) may have grown."""
+    if theirs is None and isinstance(merged, dict):
+        return
     if isinstance(theirs, dict):
         assert isinstance(merged, dict), where
         for key, value in theirs.items():
