@@ -163,6 +163,12 @@ def merge_list(theirs: list[Any], ours: list[Any], where: str, notes: list[str])
     return result
 
 
+def short(value: Any) -> str:
+    """A value for one line of a note: its repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def describe(item: Any) -> str:
     ident = identity(item)
     return " ".join(str(part) for part in ident[1:]) if ident[0] != "value" else repr(item)
@@ -193,7 +199,9 @@ def merge(
             if owned(key):
                 overlay[key] = copy.deepcopy(value)
             else:
-                notes.append(f"{'.'.join(where)}: yours is kept ({mine!r}); driftguard's would be {value!r}")
+                notes.append(
+                    f"{'.'.join(where)}: yours is kept ({short(mine)}); driftguard's would be {short(value)}"
+                )
     return overlay
 
 
