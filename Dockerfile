@@ -6,7 +6,7 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY scripts/install_tools.py scripts/install_tools.py
 # helm v3.17.2 and kubectl v1.32.3 (kustomize v5.5.0), sha256-checked inside the script
 RUN python scripts/install_tools.py /opt/tools
@@ -14,8 +14,14 @@ COPY driftguard driftguard
 COPY cmp_plugin cmp_plugin
 COPY notifier notifier
 COPY analysis_provider analysis_provider
+# Every Python dependency, and setuptools that builds the project, from requirements.lock: exact
+# versions, each file checked against its sha256 (--require-hashes), so a rebuild installs the same
+# bytes. The project itself goes in after, with no dependency resolution and no build isolation
+# (which would fetch an unpinned setuptools). Regenerate the lock: README, "The image".
 # no .pyc here: the final stage compiles everything once, the standard library with it
-RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-compile . \
+RUN python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-compile --require-hashes --only-binary :all: -r requirements.lock \
+ && /opt/venv/bin/pip install --no-compile --no-deps --no-build-isolation . \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 # driftguard-cmp's native front (cmp_plugin/native/front.c): `generate` reaches the preload server
 # without starting Python; it replaces pip's driftguard-cmp script (driftguard-cmp-py stays beside it).

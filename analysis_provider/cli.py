@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 
+from driftguard.console import add_version
 from driftguard.errors import DriftguardError
 from driftguard.service import exec_gunicorn
 
@@ -20,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="driftguard-analysis",
         description="Argo Rollouts web metric gates: drift, sync, success-rate, freeze",
     )
+    add_version(parser)
     parser.add_argument("--bind", default=os.environ.get("DRIFTGUARD_ANALYSIS_BIND", "0.0.0.0:8080"))
     parser.add_argument(
         "--workers", type=int, default=int(os.environ.get("DRIFTGUARD_ANALYSIS_WORKERS", "2"))

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
-__all__ = ["add_arguments", "command"]
+__all__ = ["add_arguments", "command", "progress_reporter"]
 
 POLICIES = ("create-only", "create-update", "create-delete", "sync")
 
@@ -113,6 +115,23 @@ def add_arguments(dif: argparse.ArgumentParser) -> None:
     dif.set_defaults(func=command)
 
 
+def progress_reporter(stream: TextIO | None = None) -> Callable[[int, int, str], None] | None:
+    """One line on a terminal, rewritten per Application (a big repository takes minutes); nothing
+    when stderr is not a terminal or in CI (the convention CI=true/1 of GitHub Actions, GitLab and
+    others), so logs and PR checks stay as they were."""
+    out = sys.stderr if stream is None else stream
+    if not out.isatty() or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        return None
+
+    def report(done: int, total: int, name: str) -> None:
+        # the name comes from the repository: no control character reaches the terminal
+        shown = "".join(ch if ch.isprintable() else "?" for ch in name)[:80]
+        out.write(f"\r\x1b[Kdriftguard: rendering {done + 1}/{total} {shown}")
+        out.flush()
+
+    return report
+
+
 def command(args: argparse.Namespace) -> int:
     from cmp_plugin import diffreport, envdiff
     from cmp_plugin.appset.clusters import load_clusters
@@ -129,14 +148,21 @@ def command(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         stray_patterns=tuple(args.stray_pattern),
     )
-    report = envdiff.diff_revisions(
-        args.targets,
-        base=args.base,
-        head=args.head,
-        cwd=Path.cwd(),
-        settings=CmpSettings.from_env(),
-        options=options,
-    )
+    progress = progress_reporter()
+    try:
+        report = envdiff.diff_revisions(
+            args.targets,
+            base=args.base,
+            head=args.head,
+            cwd=Path.cwd(),
+            settings=CmpSettings.from_env(),
+            options=options,
+            progress=progress,
+        )
+    finally:
+        if progress is not None:
+            sys.stderr.write("\r\x1b[K")  # the progress line goes before the report is written
+            sys.stderr.flush()
     sys.stdout.write(diffreport.render_report(report, fmt=args.format))
     broken = [d.name for d in report.diffs if d.broken]
     if report.errors.get("head"):

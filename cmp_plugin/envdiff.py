@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,9 +155,18 @@ def git(repo: Path, *args: str) -> str:
 
 
 def diff_revisions(
-    targets: list[str], *, base: str, head: str, cwd: Path, settings: CmpSettings, options: DiffOptions
+    targets: list[str],
+    *,
+    base: str,
+    head: str,
+    cwd: Path,
+    settings: CmpSettings,
+    options: DiffOptions,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> Report:
-    """Render every environment at ``base`` and ``head``; removals and deletions first."""
+    """Render every environment at ``base`` and ``head``; removals and deletions first.
+
+    ``progress(done, total, name)`` is called before each Application is rendered."""
     deadline = time.monotonic() + options.timeout
     root = Path(git(cwd, "rev-parse", "--show-toplevel"))
     base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}")
@@ -185,6 +194,8 @@ def diff_revisions(
                 raise InputError(
                     f"the diff ran past --timeout {options.timeout:g}s after {i} of {len(names)} Applications"
                 )
+            if progress is not None:
+                progress(i, len(names), name)
             limited = settings._replace(timeout=min(settings.timeout, left))
             d = _diff_env(inv["base"].envs.get(name), inv["head"].envs.get(name), trees, limited)
             if d.base is not None and d.head is None:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from driftguard.console import add_version, quiet_on_closed_pipe
 from driftguard.drift import ALERTING, CLASSES, DriftEngine, ResourceDrift
 from driftguard.errors import DriftguardError, InputError
 from driftguard.ignore import IgnoreRules, rules_from_application, rules_from_argocd_cm
@@ -26,6 +27,7 @@ from driftguard.manifests import load_file
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="driftguard", description="driftguard's drift engine for people")
+    add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     diff = sub.add_parser("diff", help="field-level drift between Git and the cluster, classified")
     src = diff.add_mutually_exclusive_group(required=True)
@@ -50,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``driftguard`` and ``python -m driftguard``."""
+    return quiet_on_closed_pipe(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.desired is not None and args.live is None:

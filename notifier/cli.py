@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from driftguard.console import add_version, quiet_on_closed_pipe
 from driftguard.errors import DriftguardError
 from driftguard.service import exec_gunicorn
 
@@ -88,18 +89,35 @@ def incidents(argv: list[str]) -> int:
     return 0
 
 
+# the subcommands, dispatched before the server's own options are parsed; --help lists them
+COMMANDS = {
+    "incidents": "the drift journal: episodes, who changed what, time to alert and to heal",
+    "preview": "print the payload a channel would be sent for a saved Application and its resources",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    return quiet_on_closed_pipe(lambda: _main(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["incidents"]:
         return incidents(argv[1:])
     if argv[:1] == ["preview"]:
         from notifier.preview import main as preview
 
         return preview(argv[1:])
+    width = max(map(len, COMMANDS))
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier",
-        description="Argo CD notifications in, drift alerts out (Feishu, Slack, PagerDuty)",
+        usage="%(prog)s [options] | %(prog)s {" + ",".join(COMMANDS) + "} ...",
+        description="Argo CD notifications in, drift alerts out (Feishu, Slack, PagerDuty). "
+        "Without a command: run the notifier under gunicorn.",
+        epilog="commands (each has its own --help):\n"
+        + "\n".join(f"  {name.ljust(width)}  {text}" for name, text in COMMANDS.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_version(parser)
     parser.add_argument("--bind", default=os.environ.get("DRIFTGUARD_NOTIFIER_BIND", "0.0.0.0:8080"))
     parser.add_argument(
         "--workers", type=int, default=int(os.environ.get("DRIFTGUARD_NOTIFIER_WORKERS", "2"))

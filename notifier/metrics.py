@@ -113,10 +113,14 @@ class NotifierMetrics:
         )
         self._depth = CollectorRegistry()
         self._depth.register(_Depth(depth))
+        # every series a rule reads with increase() exists at 0 from start-up: a series created by
+        # its first event has no earlier sample, so increase() would miss that first dead letter
         for outcome in RECEIVED:
             self._received.labels(outcome)
         for stage in STAGES:
             self._failures.labels(stage)
+        for channel in sorted(self.channels):
+            self._dead.labels(channel)
 
     def _channel(self, name: str) -> str:
         return bounded(name, self.channels)

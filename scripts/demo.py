@@ -94,7 +94,7 @@ def git(repo: Path, *args: str) -> str:
 def part_one(work: Path, argo: argo_api.FakeArgo) -> None:
     title("1. The prune that did not happen")
     repo = work / "gitops"
-    for part in ("charts", "clusters", "apps"):
+    for part in ("charts", "clusters", "apps", "inference"):
         shutil.copytree(EXAMPLES / part, repo / part)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
@@ -350,6 +350,9 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
             if path in by_path:
                 shower(by_path[path].json())
                 print(f"    delivered {1000 * (by_path[path].at - sent):.0f} ms after the webhook")
+        # one notification into workers that just started: their first request pays for first use
+        # (imports, connections); docs/performance.md has the steady-state figures and their commands
+        print("    (the first notification of just-started workers; steady state: bench/notifier_latency.py)")
         everything = "\n".join(c.body.decode() for c in rx.captured)
         gpu = "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
         check(

@@ -46,7 +46,8 @@ def test_the_sidecar_runs_in_the_repo_server_as_the_cmp_server_expects() -> None
     repo = objs[("Deployment", "argocd-repo-server")]
     kubernetes_validate.validate(repo, "1.32", strict=True)
     pod = repo["spec"]["template"]["spec"]
-    assert pod["automountServiceAccountToken"] is False
+    # left as the chart (or the team) has it: the sidecar mounts its own projected token either way
+    assert "automountServiceAccountToken" not in yaml.safe_load(VALUES.read_text())["repoServer"]
     sidecar = next(c for c in pod["containers"] if c["name"] == "driftguard-cmp")
     assert sidecar["command"] == ["/var/run/argocd/argocd-cmp-server"]
     assert sidecar["securityContext"]["runAsUser"] == 999  # argocd-cmp-server's uid
@@ -73,14 +74,12 @@ def test_the_plugin_config_is_the_generated_one() -> None:
 def test_notifications_reach_the_notifier() -> None:
     objs = render()
     cm = objs[("ConfigMap", "argocd-notifications-cm")]["data"]
-    [patch] = [
-        d
-        for d in yaml.safe_load_all(
-            (ROOT / "manifests/base/notifier/argocd-notifications-cm-patch.yaml").read_text()
-        )
-        if d
-    ]
-    for key, value in patch["data"].items():
+    shipped: dict[str, str] = {}
+    for component in ("argocd", "argocd-default-subscriptions"):
+        path = ROOT / "manifests" / "components" / component / "argocd-notifications-cm-patch.yaml"
+        [patch] = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        shipped.update(patch["data"])
+    for key, value in shipped.items():
         if key == "subscriptions":
             assert yaml.safe_load(cm[key]) == yaml.safe_load(value)
         else:
@@ -100,3 +99,9 @@ def test_the_sidecar_may_read_its_application() -> None:
     binding = objs[("RoleBinding", "driftguard-cmp-read-applications")]
     sa = objs[("ServiceAccount", "argocd-repo-server")]
     assert binding["subjects"][0]["name"] == sa["metadata"]["name"]
+
+
+def test_the_controller_exports_the_condition_the_alert_reads() -> None:
+    sts = render()[("StatefulSet", "argocd-application-controller")]
+    args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--metrics-application-conditions=ComparisonError" in args

@@ -55,5 +55,8 @@ def test_demo_runs_clean() -> None:
         and "ms after the webhook" in out
     )
     assert "rotated-by-hand-0451" not in out
+    # no failure the demo does not explain: every render in the PR check succeeds at both revisions
+    assert "render failed" not in out and "cannot be rendered" not in out, out
+    assert "Traceback" not in out + proc.stderr
     time.sleep(0.5)
     assert gunicorns(mark) == set(), "the demo left gunicorn processes behind"

@@ -17,7 +17,7 @@ def patched_repo_server(tmp_path: Path) -> dict[str, Any]:
     (tmp_path / "repo-server.yaml").write_text(
         yaml.safe_dump(install_object("Deployment", "argocd-repo-server"))
     )
-    shutil.copy(ROOT / "manifests/base/cmp/argocd-repo-server-patch.yaml", tmp_path / "patch.yaml")
+    shutil.copy(ROOT / "manifests/components/argocd/argocd-repo-server-patch.yaml", tmp_path / "patch.yaml")
     (tmp_path / "kustomization.yaml").write_text(
         "resources: [repo-server.yaml]\npatches:\n  - path: patch.yaml\n"
     )

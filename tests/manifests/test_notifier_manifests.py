@@ -47,8 +47,16 @@ def go_template(body: str, app: dict[str, Any]) -> str:
 
 def patched_cm(tmp_path: Path) -> dict[str, Any]:
     (tmp_path / "cm.yaml").write_text(yaml.safe_dump(install_object("ConfigMap", "argocd-notifications-cm")))
-    shutil.copy(ROOT / "manifests/base/notifier/argocd-notifications-cm-patch.yaml", tmp_path / "patch.yaml")
-    (tmp_path / "kustomization.yaml").write_text("resources: [cm.yaml]\npatches:\n  - path: patch.yaml\n")
+    shutil.copy(
+        ROOT / "manifests/components/argocd/argocd-notifications-cm-patch.yaml", tmp_path / "patch.yaml"
+    )
+    shutil.copy(
+        ROOT / "manifests/components/argocd-default-subscriptions/argocd-notifications-cm-patch.yaml",
+        tmp_path / "subscriptions.yaml",
+    )
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [cm.yaml]\npatches:\n  - path: patch.yaml\n  - path: subscriptions.yaml\n"
+    )
     [cm] = kustomize(tmp_path)
     return dict(cm["data"])
 
