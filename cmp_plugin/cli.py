@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
         if argv == ["generate"]:
             # Argo CD's hot path: no argparse, the tool starts as early as possible
             return cmd_generate(None, early=early, started=started)
+        if argv == ["--version"]:
+            return cmd_version()
         args = build_parser().parse_args(argv)
         return int(args.func(args))
     except (DriftguardError, OSError) as exc:
@@ -54,7 +56,11 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
             refused = isinstance(exc, GuardRefusal)
             guard = exc.guard if isinstance(exc, GuardRefusal) else ""
             render_log.record(
-                os.environ, started=started, verdict="refused" if refused else "error", guard=guard
+                os.environ,
+                started=started,
+                verdict="refused" if refused else "error",
+                guard=guard,
+                tools=_tool_versions,
             )
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
     except MemoryError:
@@ -102,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="driftguard-cmp", description="driftguard's Argo CD Config Management Plugin"
+    )
+    parser.add_argument(
+        "--version",
+        action=_version_action(),
+        help="print driftguard-cmp's version and the helm and kustomize versions it renders with",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="render the app in the current directory for Argo CD")
@@ -163,6 +174,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version_action() -> type[argparse.Action]:
+    import argparse
+
+    class VersionAction(argparse.Action):
+        def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+            parser.exit(cmd_version())
+
+    return VersionAction
+
+
+def cmd_version() -> int:
+    """``driftguard-cmp --version``: its own version, then helm's and kustomize's; exit 2 if one is missing."""
+    from cmp_plugin import tool_versions
+    from driftguard import __version__
+
+    versions = tool_versions.probe(CmpSettings.from_env())
+    sys.stdout.write(tool_versions.describe(__version__, versions))
+    return EXIT_ERROR if any(v.startswith("missing") for v in versions.values()) else 0
+
+
 def cmd_generate(
     args: argparse.Namespace | None, *, early: Early | None = None, started: float | None = None
 ) -> int:
@@ -189,9 +223,21 @@ def cmd_generate(
         from cmp_plugin import render_log
 
         render_log.record(
-            os.environ, started=started, verdict="ok", renderer=outcome.renderer, resources=len(outcome.keys)
+            os.environ,
+            started=started,
+            verdict="ok",
+            renderer=outcome.renderer,
+            resources=len(outcome.keys),
+            tools=lambda: _tool_versions(settings),
         )
     return 0
+
+
+def _tool_versions(settings: CmpSettings | None = None) -> dict[str, str]:
+    """The helm and kustomize versions for the render log (cached per binary: cmp_plugin/tool_versions.py)."""
+    from cmp_plugin import tool_versions
+
+    return tool_versions.cached(settings if settings is not None else CmpSettings.from_env())
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
