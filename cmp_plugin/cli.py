@@ -1,7 +1,7 @@
 """driftguard-cmp: the Config Management Plugin's commands.
 
-Argo CD runs ``generate``, ``discover`` and ``parameters`` (see manifests/base/cmp/plugin.yaml);
-people and PR checks run ``render`` (and ``diff``). A refusal prints, as its first stderr line,
+Argo CD runs ``generate`` and ``parameters`` (see manifests/base/cmp/plugin.yaml: no ``discover``,
+so only Applications that name the plugin use it); people and PR checks run ``render`` (and ``diff``). A refusal prints, as its first stderr line,
 ``driftguard: refused by <guard>: <reason>`` (errors: ``driftguard: error: ...``), then at most
 30 lines of detail, one ``driftguard: gating key `<key>` ...`` line per values key behind it (the
 form the notifier quotes as the cause of a prune set: driftguard/cause.py) and one line saying how
@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="render the app in the current directory for Argo CD")
     gen.set_defaults(func=cmd_generate)
     disc = sub.add_parser(
-        "discover", help="print the renderer when this plugin applies to the current directory"
+        "discover",
+        help="print the renderer that would render the current directory (a diagnostic: the plugin has "
+        "no discovery rule, Argo CD uses it only for Applications that name it)",
     )
     disc.set_defaults(func=cmd_discover)
     par = sub.add_parser("parameters", help="print the parameter announcements (JSON) for the current app")

@@ -15,14 +15,21 @@ PLUGIN_NAME = "driftguard"
 
 
 def plugin_config() -> dict[str, Any]:
-    """The ``plugin.yaml`` that argocd-cmp-server reads."""
+    """The ``plugin.yaml`` that argocd-cmp-server reads.
+
+    No ``discover``: Argo CD asks every plugin that has a discovery rule before its own detection
+    (util/app/discovery/discovery.go, ``Discover``, v3.5.1), so a rule would take over every
+    auto-detected Application once the sidecar is installed. A plugin without one is used only by
+    an Application that names it (``cmpSupports``: a named plugin with no discovery configured
+    supports the repository; an unnamed one never does; cmpserver/plugin/plugin.go,
+    ``isDiscoveryConfigured``): ``spec.source.plugin.name: driftguard``.
+    """
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "ConfigManagementPlugin",
         "metadata": {"name": PLUGIN_NAME},
         "spec": {
             "generate": {"command": ["driftguard-cmp", "generate"]},
-            "discover": {"find": {"command": ["driftguard-cmp", "discover"]}},
             "parameters": {"dynamic": {"command": ["driftguard-cmp", "parameters"]}},
             "preserveFileMode": False,
         },
