@@ -243,14 +243,18 @@ def _tool_versions(settings: CmpSettings | None = None) -> dict[str, str]:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
-    from cmp_plugin.renderers.directory import manifest_files
+    from cmp_plugin import dirsource
 
     app_dir = Path.cwd()
     for renderer in RENDERERS.values():
         if renderer.name != "directory" and renderer.detect(app_dir):
             print(renderer.name)
             return 0
-    if manifest_files(app_dir):
+    # the files a directory source with the default parameters would read (top level only)
+    files, _ = dirsource.select_files(
+        app_dir, app_dir, recurse=False, include="", exclude="", max_bytes=CmpSettings().max_output_bytes
+    )
+    if files:
         print("directory")
     return 0
 

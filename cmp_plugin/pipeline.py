@@ -154,6 +154,7 @@ def _run(
             if rendered.docs is not None
             else scan_stream(rendered.text, source=renderer.name, limits=limits)
         )
+        warnings += rendered.warnings
         ctx.rendered = rendered
         ctx.docs = docs
         ctx.keys = keys_of(docs, default_namespace=env.namespace)

@@ -73,9 +73,11 @@ def parameters_doc() -> str:
         "(`DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR`, `DRIFTGUARD_KUSTOMIZE_ENABLE_HELM`). See `docs/security.md`.",
         f"Renderer markers, in Argo CD's order: {', '.join(f'`{m}`' for m in MARKERS)} -> kustomize;",
         "else `Chart.yaml` -> helm; else directory (a directory with both renders with kustomize, as in Argo CD).",
+        "A parameter the Application sets for another tool than the one that renders (\"applies to\") is an",
+        "error naming it, never ignored.",
         "",
-        "| name | type | default | plugin env variable | meaning |",
-        "|---|---|---|---|---|",
+        "| name | type | default | plugin env variable | applies to | meaning |",
+        "|---|---|---|---|---|---|",
     ]
     for p in PARAMETERS:
         kind = (
@@ -88,6 +90,7 @@ def parameters_doc() -> str:
         default = p.announcement()
         shown = default.get("string", default.get("array", default.get("map")))
         rows.append(
-            f"| `{p.name}` | {kind} | `{shown}` | `ARGOCD_ENV_DRIFTGUARD_{env_name(p.name)}` | {p.tooltip} |"
+            f"| `{p.name}` | {kind} | `{shown}` | `ARGOCD_ENV_DRIFTGUARD_{env_name(p.name)}` "
+            f"| {', '.join(p.tools) or 'every app'} | {p.tooltip} |"
         )
     return "\n".join(rows) + "\n"
