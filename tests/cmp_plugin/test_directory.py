@@ -256,6 +256,26 @@ def test_a_symlink_out_of_a_subdirectory_nobody_reads_is_no_error(generate: Gene
     assert "hostname" not in proc.stderr.replace("secret.yaml", "")
 
 
+def test_options_for_another_tool_are_an_error_naming_them(generate: Generate, repo: Path) -> None:
+    _plain_app(repo)
+    proc = generate(
+        "dir-app", [{"name": "values-files", "array": ["x.yaml"]}, {"name": "set", "map": {"a": "1"}}]
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0] == (
+        "driftguard: error: parameters values-files, set do not apply to this app: it renders with "
+        "directory, and they are helm options; remove them from the Application's plugin parameters (or "
+        "plugin env), or set the renderer parameter"
+    )
+    proc = generate("overlays/base", [{"name": "recurse", "string": "true"}])
+    assert proc.returncode == 2 and "parameter recurse does not apply" in proc.stderr
+    assert "and that is a directory option" in proc.stderr
+    proc = generate("charts/web", ARGOCD_ENV_DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR="LoadRestrictionsRootOnly")
+    assert proc.returncode == 2 and "kustomize-load-restrictor does not apply" in proc.stderr
+    # the guards' options apply to every tool
+    assert generate("dir-app", [{"name": "max-prune-count", "string": "3"}]).returncode == 0
+
+
 # --- property: the selection is getPotentiallyValidManifests' ----------------------------------------
 
 _NAMES = st.sampled_from(
