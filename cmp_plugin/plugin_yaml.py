@@ -73,7 +73,7 @@ def parameters_doc() -> str:
         "(`DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR`, `DRIFTGUARD_KUSTOMIZE_ENABLE_HELM`). See `docs/security.md`.",
         f"Renderer markers, in Argo CD's order: {', '.join(f'`{m}`' for m in MARKERS)} -> kustomize;",
         "else `Chart.yaml` -> helm; else directory (a directory with both renders with kustomize, as in Argo CD).",
-        "A parameter the Application sets for another tool than the one that renders (\"applies to\") is an",
+        'A parameter the Application sets for another tool than the one that renders ("applies to") is an',
         "error naming it, never ignored.",
         "",
         "| name | type | default | plugin env variable | applies to | meaning |",
