@@ -66,7 +66,9 @@ def select_files(
     warnings: list[str] = []
     total = 0
     for path, st in _walk(top, recurse=recurse):
-        kept = _potential_manifest(path, st, top, root, include=include, exclude=exclude, match=match)
+        kept = _potential_manifest(
+            path, st, top, root, include=include, exclude=exclude, match=match, max_bytes=max_bytes
+        )
         if isinstance(kept, str):
             warnings.append(f"driftguard: warning: skipping manifest file {_rel(path, top)}: {kept}")
             continue
@@ -127,6 +129,7 @@ def _potential_manifest(
     include: str,
     exclude: str,
     match: Any,
+    max_bytes: int,
 ) -> os.stat_result | str | None:
     """getPotentiallyValidManifestFile: the real file's stat, a warning (skipped), or None (skipped)."""
     name = os.path.basename(path)
@@ -156,6 +159,8 @@ def _potential_manifest(
         return None
     if include and not match(include, rel):
         return None
+    if real_st.st_size > max_bytes:  # refused unread: upstream would read it whole for the marker
+        raise LimitExceeded(f"the manifest file is larger than {max_bytes} bytes", source=rel)
     try:
         with open(path, "rb") as f:
             data = f.read(real_st.st_size + 1)

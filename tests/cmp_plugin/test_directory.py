@@ -116,6 +116,18 @@ def test_the_size_limit_is_the_sum_of_the_manifest_files() -> None:
         find("several-files", max_bytes=364)
 
 
+def test_a_file_over_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    (tmp_path / "big.yaml").write_bytes(b"#" * 100)
+    (tmp_path / "fifo.yaml").unlink(missing_ok=True)
+    os.mkfifo(tmp_path / "fifo.yaml")  # never opened: reading it would block the render
+    with pytest.raises(LimitExceeded, match="larger than 99 bytes"):
+        dirsource.select_files(tmp_path, tmp_path, recurse=False, include="", exclude="", max_bytes=99)
+    files, warnings = dirsource.select_files(
+        tmp_path, tmp_path, recurse=False, include="", exclude="", max_bytes=100
+    )
+    assert [f.name for f in files] == ["big.yaml"] and "not a regular file" in warnings[0]
+
+
 def test_jsonnet_is_not_counted_against_the_limit_but_refused_by_name() -> None:
     files, _ = dirsource.select_files(
         DATA / "jsonnet-and-json",
