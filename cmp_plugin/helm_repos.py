@@ -160,23 +160,32 @@ def prepare(chart: Any, missing: list[str], *, settings: CmpSettings, env: dict[
 
 
 def update_indexes(helm: str, env: dict[str, str], *, timeout: float) -> None:
-    """Fetch the index of every chart repository ``prepare`` wrote (what ``helm repo add`` does).
+    """Fetch the index of every chart repository ``prepare`` wrote, one by one (``helm repo add`` each).
 
-    A repository that cannot be fetched (unreachable, 401) is an error naming it, before the build.
+    One at a time, in Chart.yaml's order, as Argo CD adds them: the first that cannot be fetched
+    (unreachable, 401) is an error naming it, before the build, and the same every time.
     """
     from cmp_plugin.process import run_tool
     from driftguard.errors import RenderError
+    from driftguard.manifests import safe_load
 
     path = Path(env.get("HELM_REPOSITORY_CONFIG", ""))
-    if not path.is_file() or "url:" not in path.read_text(encoding="utf-8"):
+    if not path.is_file():
         return
-    try:
-        run_tool(
-            [helm, "repo", "update"], env=env, timeout=timeout, max_output=1 << 20, name="helm repo update"
-        )
-    except RenderError as exc:
-        raise RenderError(
-            "a chart repository of the chart's dependencies could not be fetched (helm repo update); check "
-            "the URL, and for a private repository its credentials in DRIFTGUARD_CMP_HELM_REPOSITORIES",
-            stderr=exc.stderr,
-        ) from exc
+    doc = safe_load(path.read_text(encoding="utf-8"))
+    for repo in doc.get("repositories") or [] if isinstance(doc, dict) else []:
+        try:
+            run_tool(
+                [helm, "repo", "update", str(repo["name"])],
+                env=env,
+                timeout=timeout,
+                max_output=1 << 20,
+                name="helm repo update",
+            )
+        except RenderError as exc:
+            raise RenderError(
+                f"the chart repository {repo['url']} of the chart's dependencies could not be fetched (helm "
+                "repo update); check the URL, and for a private repository its credentials in "
+                "DRIFTGUARD_CMP_HELM_REPOSITORIES",
+                stderr=exc.stderr,
+            ) from exc

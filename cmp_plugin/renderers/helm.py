@@ -29,7 +29,6 @@ class HelmRenderer:
             from cmp_plugin import helm_repos
 
             flags = helm_repos.prepare(read_chart(job.app_dir), missing, settings=job.settings, env=env)
-            helm_repos.update_indexes(helm, env, timeout=job.settings.timeout)
             _build_dependencies(helm, job, env, missing, flags)
         argv = helm_argv(helm, job, values_files=values_files(job))
         plannable = not missing and not job.env.param("values").strip()
@@ -48,7 +47,13 @@ def _build_dependencies(
     private repository) the template is run after all: its error is what the user sees in Argo CD,
     and should helm find the chart complete after all, the render goes on.
     """
+    from cmp_plugin import helm_repos
+
+    step = "helm dependency build"
     try:
+        step = "helm repo update"  # the repositories first, as Argo CD adds them (helm repo add)
+        helm_repos.update_indexes(helm, env, timeout=job.settings.timeout)
+        step = "helm dependency build"
         run_tool(
             [helm, "dependency", "build", str(job.app_dir), *flags],
             env=env,
@@ -68,10 +73,15 @@ def _build_dependencies(
             name="helm template",
         )
     except RenderError as template:
+        if step == "helm repo update":
+            head = f"{failure}; chart dependencies {', '.join(missing)} are not in charts/"
+        else:
+            head = (
+                f"chart dependencies {', '.join(missing)} are not in charts/ and `helm dependency build` "
+                "failed; vendor them into charts/ (run `helm dependency build` and commit charts/)"
+            )
         raise RenderError(
-            f"chart dependencies {', '.join(missing)} are not in charts/ and `helm dependency build` failed; "
-            "vendor them into charts/ (run `helm dependency build` and commit charts/)",
-            stderr=f"{template.stderr.rstrip()}\nhelm dependency build: {failure.stderr.strip()}".strip(),
+            head, stderr=f"{template.stderr.rstrip()}\n{step}: {failure.stderr.strip()}".strip()
         ) from failure
 
 

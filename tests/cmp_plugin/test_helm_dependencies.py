@@ -44,9 +44,11 @@ def test_unreachable_repositories_are_named(generate: Generate, repo: Path) -> N
     assert proc.returncode == 2
     head = proc.stderr.splitlines()[0]
     assert head.startswith(
-        "driftguard: error: a chart repository of the chart's dependencies could not be fetched"
+        "driftguard: error: the chart repository https://charts.invalid.example.com of the chart's "
+        "dependencies could not be fetched"
     )
     assert "failed to update the following repositories: [https://charts.invalid.example.com]" in proc.stderr
+    assert "found in Chart.yaml, but missing in charts/ directory: common, absent" in proc.stderr
 
 
 def test_a_dependency_that_cannot_be_built_shows_helms_own_error(generate: Generate, repo: Path) -> None:

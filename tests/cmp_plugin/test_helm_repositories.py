@@ -147,9 +147,12 @@ def test_credentials_come_from_the_file_the_platform_mounts(
     denied = generate(app, **_env(tmp_path))
     assert denied.returncode == 2
     assert denied.stderr.splitlines()[0] == (
-        "driftguard: error: a chart repository of the chart's dependencies could not be fetched (helm repo "
-        "update); check the URL, and for a private repository its credentials in DRIFTGUARD_CMP_HELM_REPOSITORIES"
+        f"driftguard: error: the chart repository {private_repo.url}/ of the chart's dependencies could not "
+        "be fetched (helm repo update); check the URL, and for a private repository its credentials in "
+        "DRIFTGUARD_CMP_HELM_REPOSITORIES; chart dependencies redis are not in charts/"
     )
+    # what helm itself says, as Argo CD would show it: the template's complaint
+    assert "found in Chart.yaml, but missing in charts/ directory: redis" in denied.stderr
     assert f"failed to update the following repositories: [{private_repo.url}/]" in denied.stderr
     mounted = tmp_path / "secret" / "repositories.yaml"
     mounted.parent.mkdir()
