@@ -183,9 +183,25 @@ def update_indexes(helm: str, env: dict[str, str], *, timeout: float) -> None:
                 name="helm repo update",
             )
         except RenderError as exc:
+            url = str(repo["url"])
             raise RenderError(
-                f"the chart repository {repo['url']} of the chart's dependencies could not be fetched (helm "
+                f"the chart repository {_shown(url)} of the chart's dependencies could not be fetched (helm "
                 "repo update); check the URL, and for a private repository its credentials in "
                 "DRIFTGUARD_CMP_HELM_REPOSITORIES",
-                stderr=exc.stderr,
+                stderr=exc.stderr.replace(url, _shown(url)),
             ) from exc
+
+
+def _shown(url: str) -> str:
+    """A repository URL without its user and password (a platform entry may carry them in the URL)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

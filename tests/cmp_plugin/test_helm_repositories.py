@@ -258,3 +258,17 @@ def test_relative_credential_paths_are_a_configuration_error(
     proc = generate("charts/web", DRIFTGUARD_CMP_HELM_REPOSITORIES="secret/repositories.yaml")
     assert proc.returncode == 2
     assert "DRIFTGUARD_CMP_HELM_REPOSITORIES" in proc.stderr and "absolute path" in proc.stderr
+
+
+def test_a_platform_url_with_credentials_is_never_shown(
+    generate: Generate, repo: Path, tmp_path: Path
+) -> None:
+    mounted = tmp_path / "repositories.yaml"
+    mounted.write_text(
+        f"repositories:\n  - name: inhouse\n    url: http://reader:{PASSWORD}@127.0.0.1:9/charts\n"
+    )
+    app = _app(repo, [{"name": "redis", "version": "1.2.3", "repository": "@inhouse"}])
+    proc = generate(app, **_env(tmp_path, DRIFTGUARD_CMP_HELM_REPOSITORIES=str(mounted)))
+    assert proc.returncode == 2
+    assert "the chart repository http://***@127.0.0.1:9/charts of the chart's dependencies" in proc.stderr
+    assert PASSWORD not in proc.stderr
