@@ -8,7 +8,8 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml README.md requirements.lock ./
 COPY scripts/install_tools.py scripts/install_tools.py
-# helm v3.17.2 and kubectl v1.32.3 (kustomize v5.5.0), sha256-checked inside the script
+# helm v4.2.3 and kubectl v1.36.3 (kustomize v5.8.1): Argo CD v3.5.1's helm 4.2 and kustomize 5.8.1,
+# sha256-checked inside the script
 RUN python scripts/install_tools.py /opt/tools
 COPY driftguard driftguard
 COPY cmp_plugin cmp_plugin

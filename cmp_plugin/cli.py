@@ -1,7 +1,7 @@
 """driftguard-cmp: the Config Management Plugin's commands.
 
-Argo CD runs ``generate``, ``discover`` and ``parameters`` (see manifests/base/cmp/plugin.yaml);
-people and PR checks run ``render`` (and ``diff``). A refusal prints, as its first stderr line,
+Argo CD runs ``generate`` and ``parameters`` (see manifests/base/cmp/plugin.yaml: no ``discover``,
+so only Applications that name the plugin use it); people and PR checks run ``render`` (and ``diff``). A refusal prints, as its first stderr line,
 ``driftguard: refused by <guard>: <reason>`` (errors: ``driftguard: error: ...``), then at most
 30 lines of detail, one ``driftguard: gating key `<key>` ...`` line per values key behind it (the
 form the notifier quotes as the cause of a prune set: driftguard/cause.py) and one line saying how
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
         if argv == ["generate"]:
             # Argo CD's hot path: no argparse, the tool starts as early as possible
             return cmd_generate(None, early=early, started=started)
+        if argv == ["--version"]:
+            return cmd_version()
         args = build_parser().parse_args(argv)
         return int(args.func(args))
     except (DriftguardError, OSError) as exc:
@@ -54,7 +56,11 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
             refused = isinstance(exc, GuardRefusal)
             guard = exc.guard if isinstance(exc, GuardRefusal) else ""
             render_log.record(
-                os.environ, started=started, verdict="refused" if refused else "error", guard=guard
+                os.environ,
+                started=started,
+                verdict="refused" if refused else "error",
+                guard=guard,
+                tools=_tool_versions,
             )
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
     except MemoryError:
@@ -103,11 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="driftguard-cmp", description="driftguard's Argo CD Config Management Plugin"
     )
+    parser.add_argument(
+        "--version",
+        action=_version_action(),
+        help="print driftguard-cmp's version and the helm and kustomize versions it renders with",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="render the app in the current directory for Argo CD")
     gen.set_defaults(func=cmd_generate)
     disc = sub.add_parser(
-        "discover", help="print the renderer when this plugin applies to the current directory"
+        "discover",
+        help="print the renderer that would render the current directory (a diagnostic: the plugin has "
+        "no discovery rule, Argo CD uses it only for Applications that name it)",
     )
     disc.set_defaults(func=cmd_discover)
     par = sub.add_parser("parameters", help="print the parameter announcements (JSON) for the current app")
@@ -163,6 +176,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version_action() -> type[argparse.Action]:
+    import argparse
+
+    class VersionAction(argparse.Action):
+        def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+            parser.exit(cmd_version())
+
+    return VersionAction
+
+
+def cmd_version() -> int:
+    """``driftguard-cmp --version``: its own version, then helm's and kustomize's; exit 2 if one is missing."""
+    from cmp_plugin import tool_versions
+    from driftguard import __version__
+
+    versions = tool_versions.probe(CmpSettings.from_env())
+    sys.stdout.write(tool_versions.describe(__version__, versions))
+    return EXIT_ERROR if any(v.startswith("missing") for v in versions.values()) else 0
+
+
 def cmd_generate(
     args: argparse.Namespace | None, *, early: Early | None = None, started: float | None = None
 ) -> int:
@@ -189,20 +225,36 @@ def cmd_generate(
         from cmp_plugin import render_log
 
         render_log.record(
-            os.environ, started=started, verdict="ok", renderer=outcome.renderer, resources=len(outcome.keys)
+            os.environ,
+            started=started,
+            verdict="ok",
+            renderer=outcome.renderer,
+            resources=len(outcome.keys),
+            tools=lambda: _tool_versions(settings),
         )
     return 0
 
 
+def _tool_versions(settings: CmpSettings | None = None) -> dict[str, str]:
+    """The helm and kustomize versions for the render log (cached per binary: cmp_plugin/tool_versions.py)."""
+    from cmp_plugin import tool_versions
+
+    return tool_versions.cached(settings if settings is not None else CmpSettings.from_env())
+
+
 def cmd_discover(args: argparse.Namespace) -> int:
-    from cmp_plugin.renderers.directory import manifest_files
+    from cmp_plugin import dirsource
 
     app_dir = Path.cwd()
     for renderer in RENDERERS.values():
         if renderer.name != "directory" and renderer.detect(app_dir):
             print(renderer.name)
             return 0
-    if manifest_files(app_dir):
+    # the files a directory source with the default parameters would read (top level only)
+    files, _ = dirsource.select_files(
+        app_dir, app_dir, recurse=False, include="", exclude="", max_bytes=CmpSettings().max_output_bytes
+    )
+    if files:
         print("directory")
     return 0
 

@@ -109,6 +109,8 @@ def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str) -> None:
     if renderer == "kustomize":
         _check_kustomize(app_dir, repo_root)
         return
+    if renderer == "directory":
+        return  # the walk checks each file it reads, as Argo CD does (cmp_plugin/dirsource.py)
     what = {"helm": "the chart", "directory": "the manifest directory"}.get(renderer, "the app directory")
     check_tree(app_dir, repo_root, what=what)
     if renderer == "helm":

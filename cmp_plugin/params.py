@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from driftguard.errors import InputError
 
-__all__ = ["PARAMETERS", "Param", "by_name", "env_name", "param_env_prefix"]
+__all__ = ["PARAMETERS", "Param", "by_name", "env_name", "not_applying", "param_env_prefix"]
 
 STRING, ARRAY, MAP = "string", "array", "map"
 
@@ -34,6 +34,9 @@ class Param(NamedTuple):
     item_type: str = "string"
     choices: tuple[str, ...] = ()
     check: Callable[[Any], Any] | None = None
+    tools: tuple[str, ...] = ()
+    """The renderers this option applies to (empty: every one, e.g. the guards' parameters). An
+    Application setting it for another tool gets an error naming it (``not_applying``)."""
 
     def announcement(self, value: Any = None) -> dict[str, Any]:
         """The ParameterAnnouncement for Argo CD, showing ``value`` (default when None)."""
@@ -158,6 +161,8 @@ def _api_versions(value: Any) -> Any:
     return value
 
 
+HELM, KUSTOMIZE, DIRECTORY = ("helm",), ("kustomize",), ("directory",)
+
 PARAMETERS: tuple[Param, ...] = (
     Param(
         "values-files",
@@ -165,8 +170,16 @@ PARAMETERS: tuple[Param, ...] = (
         [],
         "Values files",
         "Helm values files, applied in order; paths relative to the app directory, anywhere inside the repository",
+        tools=HELM,
     ),
-    Param("values", STRING, "", "Inline values", "Helm values as YAML, applied after every values file"),
+    Param(
+        "values",
+        STRING,
+        "",
+        "Inline values",
+        "Helm values as YAML, applied after every values file",
+        tools=HELM,
+    ),
     Param(
         "release-name",
         STRING,
@@ -174,6 +187,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Release name",
         "Helm release name; default: the Application's name",
         check=_release_name,
+        tools=HELM,
     ),
     Param(
         "namespace",
@@ -189,6 +203,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Include CRDs",
         "Render the chart's CRDs (helm template --include-crds)",
         item_type="boolean",
+        tools=HELM,
     ),
     Param(
         "set",
@@ -197,6 +212,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Helm --set",
         "Helm values by key (helm template --set key=value; Argo CD's helm.parameters), applied after values files",
         check=_helm_keys,
+        tools=HELM,
     ),
     Param(
         "set-string",
@@ -205,6 +221,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Helm --set-string",
         "Helm values kept as strings (--set-string; Argo CD's helm.parameters with forceString)",
         check=_helm_keys,
+        tools=HELM,
     ),
     Param(
         "set-file",
@@ -213,6 +230,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Helm --set-file",
         "Helm values read from files (--set-file; Argo CD's helm.fileParameters); paths relative to the app directory, inside the repository",
         check=_set_files,
+        tools=HELM,
     ),
     Param(
         "skip-crds",
@@ -221,6 +239,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Skip CRDs",
         "Leave the chart's crds/ out (Argo CD's helm.skipCrds: no --include-crds)",
         item_type="boolean",
+        tools=HELM,
     ),
     Param(
         "skip-schema-validation",
@@ -229,6 +248,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Skip schema validation",
         "helm template --skip-schema-validation (Argo CD's helm.skipSchemaValidation)",
         item_type="boolean",
+        tools=HELM,
     ),
     Param(
         "skip-tests",
@@ -237,6 +257,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Skip tests",
         "helm template --skip-tests (Argo CD's helm.skipTests)",
         item_type="boolean",
+        tools=HELM,
     ),
     Param(
         "ignore-missing-values-files",
@@ -245,6 +266,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Ignore missing values files",
         "Skip values-files entries that do not exist (Argo CD's helm.ignoreMissingValueFiles); outside the repository is still refused",
         item_type="boolean",
+        tools=HELM,
     ),
     Param(
         "kube-version",
@@ -253,6 +275,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Kubernetes version",
         "helm template --kube-version; default: the cluster's (KUBE_VERSION). Argo CD's helm.kubeVersion",
         check=_kube_version,
+        tools=HELM,
     ),
     Param(
         "api-versions",
@@ -261,6 +284,32 @@ PARAMETERS: tuple[Param, ...] = (
         "API versions",
         "helm template --api-versions, replacing the cluster's (KUBE_API_VERSIONS). Argo CD's helm.apiVersions",
         check=_api_versions,
+        tools=HELM,
+    ),
+    Param(
+        "recurse",
+        STRING,
+        False,
+        "Directory: recurse",
+        "Read sub-directories too (Argo CD's directory.recurse); default: the top level only",
+        item_type="boolean",
+        tools=DIRECTORY,
+    ),
+    Param(
+        "include",
+        STRING,
+        "",
+        "Directory: include",
+        "Only files whose path (relative to the app directory) matches this glob, e.g. {a.yaml,env/*.yaml} (Argo CD's directory.include)",
+        tools=DIRECTORY,
+    ),
+    Param(
+        "exclude",
+        STRING,
+        "",
+        "Directory: exclude",
+        "Leave out files whose path (relative to the app directory) matches this glob (Argo CD's directory.exclude)",
+        tools=DIRECTORY,
     ),
     Param(
         "allow-empty",
@@ -285,6 +334,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Kustomize: enable Helm",
         "kustomize build --enable-helm; only the platform turns it on (DRIFTGUARD_KUSTOMIZE_ENABLE_HELM), an app may turn it off",
         item_type="boolean",
+        tools=KUSTOMIZE,
     ),
     Param(
         "kustomize-load-restrictor",
@@ -293,6 +343,7 @@ PARAMETERS: tuple[Param, ...] = (
         "Kustomize: load restrictor",
         "Only the platform opens it (DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR); an app may only set LoadRestrictionsRootOnly",
         choices=("LoadRestrictionsRootOnly", "LoadRestrictionsNone"),
+        tools=KUSTOMIZE,
     ),
     Param(
         "stray-patterns",
@@ -353,6 +404,11 @@ def by_name(name: str) -> Param:
     except KeyError:
         known = ", ".join(p.name for p in PARAMETERS)
         raise InputError(f"unknown parameter {name!r}; known parameters: {known}") from None
+
+
+def not_applying(names: frozenset[str] | set[str], renderer: str) -> list[str]:
+    """The parameters among ``names`` (set by the Application) that do not apply to ``renderer``."""
+    return [p.name for p in PARAMETERS if p.name in names and p.tools and renderer not in p.tools]
 
 
 def env_name(name: str) -> str:

@@ -121,6 +121,7 @@ def _run(
     try:
         job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
         renderer = choose(app_dir, env.param("renderer"))
+        _refuse_options_for_other_tools(env, renderer.name)
         # before the tool runs: every file it will read resolves inside the checkout
         confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
         pending = renderer.start(job)
@@ -154,6 +155,7 @@ def _run(
             if rendered.docs is not None
             else scan_stream(rendered.text, source=renderer.name, limits=limits)
         )
+        warnings += rendered.warnings
         ctx.rendered = rendered
         ctx.docs = docs
         ctx.keys = keys_of(docs, default_namespace=env.namespace)
@@ -165,6 +167,22 @@ def _run(
         import shutil
 
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _refuse_options_for_other_tools(env: AppEnv, renderer: str) -> None:
+    """An option the Application set for another tool (helm's on a kustomize app) is an error, not ignored."""
+    from cmp_plugin.params import by_name, not_applying
+
+    wrong = not_applying(env.explicit, renderer)
+    if wrong:
+        owners = " and ".join(sorted({tool for name in wrong for tool in by_name(name).tools}))
+        many = len(wrong) > 1
+        raise InputError(
+            f"parameter{'s' if many else ''} {', '.join(wrong)} {'do' if many else 'does'} not apply to this "
+            f"app: it renders with {renderer}, and {'they are' if many else 'that is a'} {owners} "
+            f"option{'s' if many else ''}; remove {'them' if many else 'it'} from the Application's plugin "
+            "parameters (or plugin env), or set the renderer parameter"
+        )
 
 
 def find_repo_root(app_dir: Path, source_path: str) -> Path:

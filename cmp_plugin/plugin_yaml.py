@@ -15,14 +15,21 @@ PLUGIN_NAME = "driftguard"
 
 
 def plugin_config() -> dict[str, Any]:
-    """The ``plugin.yaml`` that argocd-cmp-server reads."""
+    """The ``plugin.yaml`` that argocd-cmp-server reads.
+
+    No ``discover``: Argo CD asks every plugin that has a discovery rule before its own detection
+    (util/app/discovery/discovery.go, ``Discover``, v3.5.1), so a rule would take over every
+    auto-detected Application once the sidecar is installed. A plugin without one is used only by
+    an Application that names it (``cmpSupports``: a named plugin with no discovery configured
+    supports the repository; an unnamed one never does; cmpserver/plugin/plugin.go,
+    ``isDiscoveryConfigured``): ``spec.source.plugin.name: driftguard``.
+    """
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "ConfigManagementPlugin",
         "metadata": {"name": PLUGIN_NAME},
         "spec": {
             "generate": {"command": ["driftguard-cmp", "generate"]},
-            "discover": {"find": {"command": ["driftguard-cmp", "discover"]}},
             "parameters": {"dynamic": {"command": ["driftguard-cmp", "parameters"]}},
             "preserveFileMode": False,
         },
@@ -66,9 +73,11 @@ def parameters_doc() -> str:
         "(`DRIFTGUARD_KUSTOMIZE_LOAD_RESTRICTOR`, `DRIFTGUARD_KUSTOMIZE_ENABLE_HELM`). See `docs/security.md`.",
         f"Renderer markers, in Argo CD's order: {', '.join(f'`{m}`' for m in MARKERS)} -> kustomize;",
         "else `Chart.yaml` -> helm; else directory (a directory with both renders with kustomize, as in Argo CD).",
+        'A parameter the Application sets for another tool than the one that renders ("applies to") is an',
+        "error naming it, never ignored.",
         "",
-        "| name | type | default | plugin env variable | meaning |",
-        "|---|---|---|---|---|",
+        "| name | type | default | plugin env variable | applies to | meaning |",
+        "|---|---|---|---|---|---|",
     ]
     for p in PARAMETERS:
         kind = (
@@ -81,6 +90,7 @@ def parameters_doc() -> str:
         default = p.announcement()
         shown = default.get("string", default.get("array", default.get("map")))
         rows.append(
-            f"| `{p.name}` | {kind} | `{shown}` | `ARGOCD_ENV_DRIFTGUARD_{env_name(p.name)}` | {p.tooltip} |"
+            f"| `{p.name}` | {kind} | `{shown}` | `ARGOCD_ENV_DRIFTGUARD_{env_name(p.name)}` "
+            f"| {', '.join(p.tools) or 'every app'} | {p.tooltip} |"
         )
     return "\n".join(rows) + "\n"

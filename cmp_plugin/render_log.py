@@ -9,10 +9,12 @@ Anywhere else (a laptop, CI) the default is off; ``off`` disables it everywhere.
 
     {"driftguard": "render", "ts": "2026-12-01T08:00:00.123Z", "app": "argocd/payment-production",
      "project": "payments", "revision": "3f2a...", "renderer": "helm", "verdict": "refused",
-     "guard": "shrink", "ms": 412, "resources": 0}
+     "guard": "shrink", "ms": 412, "resources": 0, "helm": "v4.2.3", "kustomize": "v5.8.1"}
 
-``verdict`` is ``ok``, ``refused`` (``guard`` names it) or ``error``. Nothing else leaves: no
-reasons (they may quote values), no parameters, no paths outside the app.
+``verdict`` is ``ok``, ``refused`` (``guard`` names it) or ``error``. ``helm`` and ``kustomize`` are
+the versions the binaries report (cmp_plugin/tool_versions.py, cached per binary): which tools
+rendered, after the fact. Nothing else leaves: no reasons (they may quote values), no parameters,
+no paths outside the app.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 __all__ = ["DEFAULT_PATH", "record"]
 
@@ -55,11 +57,21 @@ def record(
     renderer: str = "",
     guard: str = "",
     resources: int = 0,
+    tools: Callable[[], Mapping[str, str]] | None = None,
 ) -> None:
-    """Append the render's line; a log that cannot be written never fails the render."""
+    """Append the render's line; a log that cannot be written never fails the render.
+
+    ``tools`` gives the helm and kustomize versions; it is only called when the line is written.
+    """
     path = environ.get(ENV) or (DEFAULT_PATH if _under_cmp_server() else "off")
     if path in ("", "off"):
         return
+    versions: Mapping[str, str] = {}
+    if tools is not None:
+        try:
+            versions = tools()
+        except Exception:  # a version that cannot be had never fails the render
+            versions = {}
     now = time.time()
     app = environ.get("ARGOCD_APP_NAME", "")
     namespace = environ.get("ARGOCD_APP_NAMESPACE", "")
@@ -74,6 +86,8 @@ def record(
         "guard": guard,
         "ms": round((time.monotonic() - started) * 1000),
         "resources": resources,
+        "helm": _field(str(versions.get("helm", ""))),
+        "kustomize": _field(str(versions.get("kustomize", ""))),
     }
     data = (json.dumps(line, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
     try:

@@ -1,13 +1,25 @@
-"""A chart's ``values.schema.json`` may only refer inside itself (``"$ref": "#/..."``).
+"""A chart's ``values.schema.json`` may only refer inside itself; identifiers are no references.
 
 helm validates values against every ``values.schema.json`` of the chart and its subcharts, and
-helm 3.17's JSON-schema loader (gojsonschema) follows a ``$ref`` (or an ``$id`` base) to
-``file:///any/path`` and to ``http(s)://`` URLs: tested, a schema of ``{"$ref":
-"file:///outside.json"}`` made helm read that file and print its ``enum`` in the validation error,
-and an ``http://`` ref made the sidecar send a GET to any address it can reach. Nothing in
-Argo CD stops it (the repo-server hands the chart to helm as it is), so driftguard refuses such a
-schema before helm starts: a reference that is not a fragment of the same document is refused,
-in the chart's directories and inside vendored subchart archives (``charts/*.tgz``).
+helm 4's schema compiler (santhosh-tekuri/jsonschema v6 with helm's loaders: helm v4.2.3
+pkg/chart/common/util/jsonschema.go) loads ``file://`` and ``http(s)://`` URLs: measured with the
+real binary, a ``$ref`` (or ``$dynamicRef``) that resolves to another document is fetched (a
+``file:///etc/...`` ref printed the file's parse error, an ``http://`` ref made the sidecar send a
+GET), and so is a ``$schema`` naming a metaschema the validator does not know. Nothing in Argo CD
+stops it (the repo-server hands the chart to helm as it is), so driftguard refuses such a schema
+before helm starts, in the chart's directories and inside vendored subchart archives
+(``charts/*.tgz``). What is refused, and only that:
+
+- ``$ref``, ``$dynamicRef``, ``$recursiveRef`` whose target, resolved against the base URI where
+  it stands (``file:///values.schema.json``, moved by each ``$id``), is not a resource the
+  document declares itself (its root or an embedded ``$id``); a fragment (``#...``) is always
+  inside; ``urn:`` targets are never fetched (helm answers them with an empty schema);
+- ``$schema`` naming anything but the drafts the validator has built in (draft-04, -06, -07,
+  2019-09, 2020-12 and ``json-schema.org/schema``, over http or https, with at most an empty
+  fragment: the library's ``draftFromURL``).
+
+``$id`` (and draft-04's ``id``), ``$anchor``, ``$dynamicAnchor`` and ``$vocabulary`` are
+identifiers: they fetch nothing (an ``$id`` of ``https://traefik.io/...`` only names the schema).
 """
 
 from __future__ import annotations
@@ -28,9 +40,21 @@ MAX_SCHEMA_BYTES = 4 << 20
 MAX_ARCHIVE_DEPTH = 4
 """Subchart archives inside subchart archives, at most this deep."""
 
-_REF_KEYS = ("$ref", "$id", "id", "$dynamicRef", "$recursiveRef")
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _NAME_MAPS = ("properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies")
 _DATA_KEYS = ("enum", "const", "default", "examples")
+ROOT_URI = "file:///values.schema.json"
+"""Where helm adds the schema (``compiler.AddResource``): the base of every relative reference."""
+_KNOWN_DRAFTS = frozenset(
+    (
+        "json-schema.org/schema",
+        "json-schema.org/draft/2020-12/schema",
+        "json-schema.org/draft/2019-09/schema",
+        "json-schema.org/draft-07/schema",
+        "json-schema.org/draft-06/schema",
+        "json-schema.org/draft-04/schema",
+    )
+)
 
 
 def check_chart_schemas(chart_dir: Path, root: str) -> None:
@@ -95,6 +119,11 @@ def _check_text(data: bytes, origin: str) -> None:
     except (ValueError, RecursionError):
         return  # helm refuses a schema that is not JSON on its own, reading nothing else
     bad = _outside_ref(doc)
+    if bad is not None and bad[0] == "$schema":
+        raise InputError(
+            f"{origin}: $schema {bad[1][:200]!r} is not a JSON Schema draft helm has built in, so helm would "
+            "fetch it; use draft-04, -06, -07, 2019-09 or 2020-12 (https://json-schema.org/draft/2020-12/schema)"
+        )
     if bad is not None:
         raise InputError(
             f"{origin}: {bad[0]} {bad[1][:200]!r} refers outside the schema; a chart's values schema may "
@@ -102,23 +131,67 @@ def _check_text(data: bytes, origin: str) -> None:
         )
 
 
+def known_draft(url: str) -> int | None:
+    """The draft a ``$schema`` URL names when the validator has it built in, else None (it would fetch it)."""
+    base, _, fragment = url.partition("#")
+    if fragment:
+        return None
+    for scheme in ("http://", "https://"):
+        if base.startswith(scheme):
+            base = base[len(scheme) :]
+            break
+    if base not in _KNOWN_DRAFTS:
+        return None
+    if "2020-12" in base or base == "json-schema.org/schema":
+        return 2020
+    return 2019 if "2019-09" in base else int(base.rsplit("draft-", 1)[1].split("/", 1)[0])
+
+
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base``, without its fragment (the document it names)."""
+    from urllib.parse import urldefrag, urljoin
+
+    if ref.startswith("urn:"):
+        return urldefrag(ref)[0]
+    if base.startswith("urn:"):  # no relative resolution against a URN: keep what is written
+        return urldefrag(ref)[0] if ref and not ref.startswith("#") else urldefrag(base)[0]
+    return urldefrag(urljoin(base, ref))[0]
+
+
 def _outside_ref(doc: Any) -> tuple[str, str] | None:
-    """The first (keyword, value) naming another document, walked without recursion (deep JSON)."""
-    stack: list[tuple[Any, bool]] = [(doc, False)]
+    """The first (keyword, value) that would make helm load another document, walked without recursion."""
+    draft = 2020  # the library's default when the root names no $schema
+    if isinstance(doc, dict) and isinstance(doc.get("$schema"), str):
+        draft = known_draft(doc["$schema"]) or draft
+    ids = {ROOT_URI}
+    refs: list[tuple[str, str, str]] = []  # (keyword, value, base it stands under)
+    stack: list[tuple[Any, bool, str]] = [(doc, False, ROOT_URI)]
     while stack:
-        node, names = stack.pop()
+        node, names, base = stack.pop()
         if isinstance(node, list):
-            stack.extend((item, False) for item in node)
+            stack.extend((item, False, base) for item in node)
             continue
         if not isinstance(node, dict):
             continue
+        if names:  # the keys of "properties" etc. are property names; their values are schemas
+            stack.extend((value, False, base) for value in node.values())
+            continue
+        # draft 4-7: "$ref" makes every sibling ignored, $id included (the library's getID)
+        id_key = "id" if draft == 4 else "$id"
+        own_id = node.get(id_key)
+        if isinstance(own_id, str) and own_id and not (draft < 2019 and "$ref" in node):
+            base = _join(base, own_id)
+            ids.add(base)
         for key, value in node.items():
-            if names:  # the keys of "properties" etc. are property names; their values are schemas
-                stack.append((value, False))
-                continue
-            if key in _REF_KEYS and isinstance(value, str) and value and not value.startswith("#"):
+            if key in _REF_KEYS and isinstance(value, str):
+                refs.append((key, value, base))
+            elif key == "$schema" and isinstance(value, str) and known_draft(value) is None:
                 return key, value
-            if key in _DATA_KEYS:
-                continue  # values, not schemas
-            stack.append((value, key in _NAME_MAPS))
+            elif key not in _DATA_KEYS:
+                stack.append((value, key in _NAME_MAPS, base))
+    for key, value, base in refs:
+        if value.startswith("#") or value.startswith("urn:") or _join(base, value).startswith("urn:"):
+            continue
+        if _join(base, value) not in ids:
+            return key, value
     return None

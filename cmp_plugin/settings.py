@@ -68,6 +68,14 @@ class CmpSettings(NamedTuple):
     """Address space each render may use, the plugin and its tools each (DRIFTGUARD_CMP_MAX_MEMORY): under the sidecar's 1Gi limit."""
     preload: bool = False
     """Fork each ``generate`` from a preloaded server (DRIFTGUARD_CMP_PRELOAD; cmp_plugin/preload.py): on in the sidecar manifests."""
+    helm_repositories: str = ""
+    """helm's repositories.yaml mounted by the platform (DRIFTGUARD_CMP_HELM_REPOSITORIES): credentials per chart repository URL, names for @name dependencies."""
+    helm_registry_config: str = ""
+    """A docker config.json mounted by the platform (DRIFTGUARD_CMP_HELM_REGISTRY_CONFIG): OCI registry credentials for helm."""
+    helm_vendored_only: bool = False
+    """Refuse a chart whose dependencies would be fetched over the network (DRIFTGUARD_CMP_HELM_VENDORED_ONLY): vendored charts/ only."""
+    helm_plain_http_registries: tuple[str, ...] = ()
+    """OCI registries (host:port, comma-separated) that speak plain HTTP (DRIFTGUARD_CMP_HELM_PLAIN_HTTP_REGISTRIES)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
@@ -77,6 +85,12 @@ class CmpSettings(NamedTuple):
         kwargs.setdefault("cache_dir", Path(launch.cache_dir(env)))
         # relative paths resolve against the working directory, the tenant's checkout: a launch
         # plan or baseline committed there would be trusted as the plugin's own
+        for name, key in (
+            ("DRIFTGUARD_CMP_HELM_REPOSITORIES", "helm_repositories"),
+            ("DRIFTGUARD_CMP_HELM_REGISTRY_CONFIG", "helm_registry_config"),
+        ):
+            if kwargs.get(key) and not Path(kwargs[key]).is_absolute():
+                raise ConfigError(name, f"must be an absolute path (got {kwargs[key]!r})")
         for name, key in (("TMPDIR", "scratch_root"), ("DRIFTGUARD_CMP_CACHE_DIR", "cache_dir")):
             if not Path(kwargs[key]).is_absolute():
                 if key == "cache_dir" and not env.get("DRIFTGUARD_CMP_CACHE_DIR"):
@@ -157,4 +171,8 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_KUSTOMIZE_ENABLE_HELM": ("kustomize_enable_helm", boolean),
     "DRIFTGUARD_CMP_MAX_MEMORY": ("max_memory", positive(int)),
     "DRIFTGUARD_CMP_PRELOAD": ("preload", boolean),
+    "DRIFTGUARD_CMP_HELM_REPOSITORIES": ("helm_repositories", str),
+    "DRIFTGUARD_CMP_HELM_REGISTRY_CONFIG": ("helm_registry_config", str),
+    "DRIFTGUARD_CMP_HELM_VENDORED_ONLY": ("helm_vendored_only", boolean),
+    "DRIFTGUARD_CMP_HELM_PLAIN_HTTP_REGISTRIES": ("helm_plain_http_registries", _patterns),
 }

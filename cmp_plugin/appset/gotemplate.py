@@ -140,7 +140,7 @@ class GoTemplates:
                 )
             except DriftguardError as exc:
                 lines = (getattr(exc, "stderr", "") or "").strip().splitlines()
-                errors = [line for line in lines if line.startswith("Error:")] or lines or [str(exc)]
+                errors = _error_blocks(lines) or lines or [str(exc)]
                 which = re.search(r'"t(\d+)"|_t\.tpl:(\d+)', errors[0])
                 named = ""
                 if which:
@@ -150,6 +150,27 @@ class GoTemplates:
         [doc] = [d.obj for d in load_stream(out, source="goTemplate")]
         data = doc.get("data") or {}
         return [str(data.get(f"r{n}", "")) for n in range(len(plan))]
+
+
+def _error_blocks(lines: list[str]) -> list[str]:
+    """Each ``Error:`` of helm's stderr as one line.
+
+    helm 3 printed a template error on one line; helm 4 breaks it into indented lines (the
+    template's position, then ``executing ... at <...>:``, then the cause), ending at a blank line.
+    """
+    blocks: list[str] = []
+    current: list[str] | None = None
+    for line in lines:
+        if line.startswith("Error:"):
+            current = [line.strip()]
+            blocks.append("")
+        elif current is not None and line.strip() and not line.startswith("Use --debug"):
+            current.append(line.strip())
+        else:
+            current = None
+            continue
+        blocks[-1] = " ".join(current)
+    return blocks
 
 
 def _clean(line: str) -> str:

@@ -51,6 +51,8 @@ class Rendered(NamedTuple):
     text: str
     renderer: str
     docs: list[Doc] | None = None
+    warnings: tuple[str, ...] = ()
+    """Lines the renderer has for the user (a skipped file), printed with the guards' warnings."""
 
 
 class PendingRender(Protocol):

@@ -26,14 +26,19 @@ class HelmRenderer:
         if missing:
             if job.early is not None:
                 job.early.close()  # a planned template run must not read charts/ while it is built
-            _build_dependencies(helm, job, env, missing)
+            from cmp_plugin import helm_repos
+
+            flags = helm_repos.prepare(read_chart(job.app_dir), missing, settings=job.settings, env=env)
+            _build_dependencies(helm, job, env, missing, flags)
         argv = helm_argv(helm, job, values_files=values_files(job))
         plannable = not missing and not job.env.param("values").strip()
         run = start_tool(job, argv, env=env, name="helm template", plannable=plannable)
         return ToolRender(run, self.name)
 
 
-def _build_dependencies(helm: str, job: RenderJob, env: dict[str, str], missing: list[str]) -> None:
+def _build_dependencies(
+    helm: str, job: RenderJob, env: dict[str, str], missing: list[str], flags: list[str]
+) -> None:
     """``helm dependency build`` for missing dependencies; when it fails, helm's own error as Argo CD shows it.
 
     Argo CD runs ``helm template`` first and ``helm dependency build`` only when helm reports missing
@@ -42,9 +47,15 @@ def _build_dependencies(helm: str, job: RenderJob, env: dict[str, str], missing:
     private repository) the template is run after all: its error is what the user sees in Argo CD,
     and should helm find the chart complete after all, the render goes on.
     """
+    from cmp_plugin import helm_repos
+
+    step = "helm dependency build"
     try:
+        step = "helm repo update"  # the repositories first, as Argo CD adds them (helm repo add)
+        helm_repos.update_indexes(helm, env, timeout=job.settings.timeout)
+        step = "helm dependency build"
         run_tool(
-            [helm, "dependency", "build", str(job.app_dir), "--skip-refresh"],
+            [helm, "dependency", "build", str(job.app_dir), *flags],
             env=env,
             timeout=job.settings.timeout,
             max_output=1 << 20,
@@ -62,10 +73,15 @@ def _build_dependencies(helm: str, job: RenderJob, env: dict[str, str], missing:
             name="helm template",
         )
     except RenderError as template:
+        if step == "helm repo update":
+            head = f"{failure}; chart dependencies {', '.join(missing)} are not in charts/"
+        else:
+            head = (
+                f"chart dependencies {', '.join(missing)} are not in charts/ and `helm dependency build` "
+                "failed; vendor them into charts/ (run `helm dependency build` and commit charts/)"
+            )
         raise RenderError(
-            f"chart dependencies {', '.join(missing)} are not in charts/ and `helm dependency build` failed; "
-            "vendor them into charts/ (run `helm dependency build` and commit charts/)",
-            stderr=f"{template.stderr.rstrip()}\nhelm dependency build: {failure.stderr.strip()}".strip(),
+            head, stderr=f"{template.stderr.rstrip()}\n{step}: {failure.stderr.strip()}".strip()
         ) from failure
 
 
@@ -217,6 +233,22 @@ def _clean_set_value(value: str) -> str:
     return "".join(out)
 
 
+def read_chart(chart_dir: Path) -> Any:
+    """Chart.yaml, parsed as Argo CD's Go YAML reads it."""
+    try:
+        text = (chart_dir / "Chart.yaml").read_text()
+    except OSError as exc:
+        raise InputError(f"Chart.yaml cannot be read: {exc.strerror}") from exc
+    import yaml
+
+    from driftguard.manifests import safe_load
+
+    try:
+        return safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"Chart.yaml is not valid YAML: {exc}") from exc
+
+
 def missing_dependencies(chart_dir: Path) -> list[str]:
     """Dependencies declared in Chart.yaml that charts/ does not hold (as a directory or a .tgz)."""
     try:
@@ -225,14 +257,7 @@ def missing_dependencies(chart_dir: Path) -> list[str]:
         raise InputError(f"Chart.yaml cannot be read: {exc.strerror}") from exc
     if "dependencies" not in text:
         return []
-    import yaml
-
-    from driftguard.manifests import safe_load
-
-    try:
-        chart: Any = safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"Chart.yaml is not valid YAML: {exc}") from exc
+    chart = read_chart(chart_dir)
     deps = chart.get("dependencies") if isinstance(chart, dict) else None
     if not isinstance(deps, list):
         return []

@@ -71,12 +71,13 @@ def test_the_validator_would_catch_a_mistake() -> None:
 @pytest.mark.parametrize(
     ("flag", "message"),
     [
-        ("notifer.enabled=false", "Additional property notifer is not allowed"),
-        ("notifier.replicas=0", "notifier.replicas: Must be greater than or equal to 1"),
+        # helm 4's JSON-schema messages (santhosh-tekuri/jsonschema: docs/helm4.md)
+        ("notifer.enabled=false", "additional properties 'notifer' not allowed"),
+        ("notifier.replicas=0", "at '/notifier/replicas': minimum: got 0, want 1"),
         ("notifier.replicas=3", "notifier.replicas > 1 needs the PostgreSQL outbox"),
-        ("analysis.timeoutSeconds=30", "analysis.timeoutSeconds: Must be less than or equal to 10"),
-        ("image.pullPolicy=Sometimes", "image.pullPolicy: image.pullPolicy must be one of"),
-        ("argocd.url=argocd-server", "argocd.url: Does not match pattern"),
+        ("analysis.timeoutSeconds=30", "at '/analysis/timeoutSeconds': maximum: got 30, want 10"),
+        ("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of"),
+        ("argocd.url=argocd-server", "at '/argocd/url': 'argocd-server' does not match pattern"),
     ],
 )
 def test_the_schema_rejects_typos_and_unsafe_values(flag: str, message: str) -> None:

@@ -64,3 +64,46 @@ def test_kustomize_wins_over_helm_like_argo_cd(generate: Generate, repo: Path, m
     assert proc.returncode == 0, proc.stderr
     expected = bare([KUBECTL, "kustomize", ".", "--load-restrictor", "LoadRestrictionsRootOnly"], both)
     assert proc.stdout == expected and "from-helm" not in proc.stdout
+
+
+# --- opt-in by name: no discovery rule -------------------------------------------------------------
+
+
+def _argo_asks_plugin(config: dict[str, object], *, named: bool, discovery_matches: bool) -> bool:
+    """Whether Argo CD renders an Application with this plugin (reference model, argo-cd v3.5.1).
+
+    util/app/discovery/discovery.go ``cmpSupports``: a plugin whose discovery is not configured
+    supports the repository only when the Application names it; otherwise its discovery decides.
+    cmpserver/plugin/plugin.go ``isDiscoveryConfigured``: ``discover.fileName``,
+    ``discover.find.glob`` or ``discover.find.command`` set.
+    """
+    spec = config["spec"]
+    assert isinstance(spec, dict)
+    discover = spec.get("discover") or {}
+    find = discover.get("find") or {}
+    configured = bool(discover.get("fileName")) or bool(find.get("glob")) or bool(find.get("command"))
+    if not configured:
+        return named
+    return discovery_matches
+
+
+@pytest.mark.parametrize("named", [True, False])
+@pytest.mark.parametrize("looks_like_ours", [True, False])
+def test_only_applications_that_name_the_plugin_render_with_it(named: bool, looks_like_ours: bool) -> None:
+    """Installing the sidecar changes nothing for an Application that does not name `driftguard`."""
+    import yaml
+
+    from cmp_plugin.plugin_yaml import PLUGIN_NAME, plugin_config
+
+    from .conftest import ROOT
+
+    assert PLUGIN_NAME == "driftguard"
+    shipped = yaml.safe_load(
+        yaml.safe_load((ROOT / "manifests/base/cmp/plugin.yaml").read_text())["data"]["plugin.yaml"]
+    )
+    chart = yaml.safe_load((ROOT / "charts/driftguard/files/plugin.yaml").read_text())
+    helm_values = yaml.safe_load((ROOT / "examples/argo-helm/values.yaml").read_text())
+    argo_helm = {"spec": helm_values["configs"]["cmp"]["plugins"]["driftguard"]}
+    for config in (plugin_config(), shipped, chart, argo_helm):
+        # a chart, an overlay or plain YAML (looks_like_ours) or anything else: the name alone decides
+        assert _argo_asks_plugin(config, named=named, discovery_matches=looks_like_ours) is named

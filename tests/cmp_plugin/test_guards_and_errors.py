@@ -113,7 +113,7 @@ def test_duplicates_are_refused_naming_both_sources(generate: Generate, repo: Pa
     proc = generate("plain")
     assert proc.returncode == 3
     assert first_line(proc) == "driftguard: refused by duplicates: 1 resource(s) rendered more than once"
-    assert "ConfigMap plain/flow: again.yaml:1 and nested/app.yml:1" in proc.stderr
+    assert "ConfigMap plain/flow: again.yaml:1 and app.yml:1" in proc.stderr
 
 
 def test_default_namespace_counts_for_duplicates(generate: Generate, repo: Path) -> None:

@@ -33,11 +33,29 @@ def test_a_vendored_subchart_under_another_folder_name_is_no_missing_dependency(
     assert not list((web / "charts").glob("*.tgz"))  # nothing was built (no network needed)
 
 
-def test_unreachable_dependencies_show_helms_own_error(generate: Generate, repo: Path) -> None:
+def test_unreachable_repositories_are_named(generate: Generate, repo: Path) -> None:
+    # Argo CD adds the repository first (`helm repo add`) and fails there, naming it
     web = repo / "charts/web"
     (web / "Chart.yaml").write_text(
         (web / "Chart.yaml").read_text()
         + "  - name: absent\n    version: 1.0.0\n    repository: https://charts.invalid.example.com\n"
+    )
+    proc = generate("charts/web")
+    assert proc.returncode == 2
+    head = proc.stderr.splitlines()[0]
+    assert head.startswith(
+        "driftguard: error: the chart repository https://charts.invalid.example.com of the chart's "
+        "dependencies could not be fetched"
+    )
+    assert "failed to update the following repositories: [https://charts.invalid.example.com]" in proc.stderr
+    assert "found in Chart.yaml, but missing in charts/ directory: common, absent" in proc.stderr
+
+
+def test_a_dependency_that_cannot_be_built_shows_helms_own_error(generate: Generate, repo: Path) -> None:
+    web = repo / "charts/web"
+    (web / "Chart.yaml").write_text(
+        (web / "Chart.yaml").read_text()
+        + "  - name: absent\n    version: 1.0.0\n    repository: file://../absent\n"
     )
     proc = generate("charts/web")
     assert proc.returncode == 2

@@ -120,18 +120,18 @@ def test_kustomize_overlay(generate: Generate, repo: Path) -> None:
     assert names == {("Deployment", "prod-api", "api-prod"), ("Service", "prod-api", "api-prod")}
 
 
-def test_directory_recursive_yaml_and_json(generate: Generate, repo: Path) -> None:
+def test_directory_yaml_and_json(generate: Generate, repo: Path) -> None:
     proc = generate("plain")
     assert proc.returncode == 0, proc.stderr
     got = objects(proc.stdout)
     expected = []
-    for path in sorted((repo / "plain").rglob("*")):
+    for path in sorted((repo / "plain").iterdir()):  # the top level only, as Argo CD without recurse
         if path.suffix in (".yaml", ".yml"):
             expected += objects(path.read_text())
         elif path.suffix == ".json":
-            expected += json.loads(path.read_text())
+            expected.append(json.loads(path.read_text()))
     assert got == expected
-    assert [o["metadata"]["name"] for o in got] == ["plain", "flow", "flow-secret", "from-json"]  # type: ignore[index]
+    assert [o["metadata"]["name"] for o in got] == ["flow", "flow-secret", "from-json", "plain"]  # type: ignore[index]
 
 
 def test_discover_and_parameters(generate: Generate, repo: Path) -> None:

@@ -3,7 +3,7 @@
 A representative slice of the development corpus (`make corpus` runs all of it): metrics-server
 with each of its ci/*.yaml values, and the prometheus-operator CRDs whose enum holds a plain
 ``- =`` (PyYAML's ``!!value``: the render could not be read at all before driftguard read YAML
-as Argo CD's Go YAML does).
+as Argo CD's Go YAML does), and traefik, whose values schema carries an ``$id`` URL.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ CASES = [("metrics-server", None)] + [
     ("metrics-server", f"ci/{p.name}") for p in sorted((DATA / "metrics-server" / "ci").glob("*.yaml"))
 ]
 CASES += [("prometheus-operator-crds", None)]
+# traefik's values.schema.json names itself ("$id": "https://traefik.io/traefik-helm-chart.schema.json"):
+# an identifier, no reference; the chart renders (cmp_plugin/schema_refs.py)
+CASES += [("traefik", None)]
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,12 @@ def test_one_line_per_render_ok_refused_and_error(generate: Generate, repo: Path
     assert (second["verdict"], second["guard"], second["resources"]) == ("refused", "empty", 0)
     assert (third["verdict"], third["guard"]) == ("error", "")
     assert "hunter2" not in log.read_text()
+    # which tools rendered, on every line (the versions the binaries report: test_tool_versions.py)
+    from .test_tool_versions import install_tools, upstream_versions
+
+    for line in (first, second, third):
+        assert line["helm"] == install_tools.TOOLS["helm"][2]
+        assert line["kustomize"] == "v" + upstream_versions()["kustomize"]
     # stdout stays the manifests and nothing else
     assert "driftguard" not in ok.stdout.split("kind:")[0]
 

@@ -127,7 +127,7 @@ def test_no_baseline_warns_or_fails_closed(generate: Generate) -> None:
 
 def test_last_good_render_is_the_baseline_of_last_resort(generate: Generate, repo: Path) -> None:
     assert generate("plain", ARGOCD_APP_NAME="cached").returncode == 0
-    for name in ("namespace.yaml", "nested/app.yml"):
+    for name in ("namespace.yaml", "app.yml"):
         (repo / "plain" / name).unlink()
     proc = generate("plain", ARGOCD_APP_NAME="cached")
     assert proc.returncode == 3
