@@ -289,7 +289,7 @@ def create_app(
         prometheus=prometheus,
         windows=_windows(settings.freeze_file),
         system_rules=system_rules,
-        redactor=Redactor(salt=settings.redact_salt),
+        redactor=Redactor(salt=settings.redact_key),
         jq=JqRunner(),
         now=now or (lambda: datetime.now(UTC)),
         cached=lookups.get,

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from driftguard.argocd import ArgoCDSettings
 from driftguard.env import from_env
 from driftguard.errors import ConfigError
-from driftguard.service import check_auth, redact_salt_for
+from driftguard.service import check_auth, check_redact_key, refuse_old_salt
 
 __all__ = ["AnalysisSettings"]
 
@@ -38,7 +38,9 @@ class AnalysisSettings:
     """YAML list of extra freeze windows (Argo CD syncWindow format) (DRIFTGUARD_ANALYSIS_FREEZE_FILE)."""
     argocd_cm_file: str = ""
     """argocd-cm for system-level ignoreDifferences (DRIFTGUARD_ARGOCD_CM_FILE)."""
-    redact_salt: bytes = field(default=b"", repr=False)
+    redact_key: bytes = field(default=b"", repr=False)
+    """HMAC key of the short hashes in masked values (DRIFTGUARD_REDACT_KEY): required, a random secret
+    the platform provides, the same value for the notifier and the analysis provider."""
     notifier_url: str = ""
     """The notifier's base URL: the drift gate asks its identity store who made a change
     (DRIFTGUARD_ANALYSIS_NOTIFIER_URL; empty: the gate names the field manager only)."""
@@ -62,8 +64,7 @@ class AnalysisSettings:
             )
         if self.cache_ttl < 0:
             raise ConfigError("DRIFTGUARD_ANALYSIS_CACHE_TTL", "must be 0 or more")
-        if not self.redact_salt:
-            object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
+        check_redact_key(self.redact_key, tokens=(self.token,))
         self._check_notifier()
 
     def _check_notifier(self) -> None:
@@ -114,6 +115,7 @@ class AnalysisSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AnalysisSettings:
         env = os.environ if environ is None else environ
+        refuse_old_salt(env)
         kw = from_env(env, ENV)
         kw["argocd"] = ArgoCDSettings.from_env(env)
         return cls(**kw)
@@ -128,7 +130,7 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_ARGOCD_CM_FILE": ("argocd_cm_file", str),
     "DRIFTGUARD_ANALYSIS_TIMEOUT": ("timeout", float),
     "DRIFTGUARD_ANALYSIS_CACHE_TTL": ("cache_ttl", float),
-    "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
+    "DRIFTGUARD_REDACT_KEY": ("redact_key", str.encode),
     "DRIFTGUARD_ANALYSIS_NOTIFIER_URL": ("notifier_url", str.strip),
     "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN": ("notifier_read_token", str.strip),
     "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN_FILE": ("notifier_read_token_file", str.strip),

@@ -50,6 +50,7 @@ def analysis_schema() -> Iterator[Any]:
         app = analysis_app(
             AnalysisSettings(
                 token=ANALYSIS_TOKEN,
+                redact_key=b"redact-key-for-tests-0123456789abcdef",
                 prometheus_url=prom.url,
                 timeout=1.5,
                 cache_ttl=5,

@@ -148,6 +148,7 @@ def test_prometheus_down(argo: FakeArgo) -> None:
     down = create_app(
         AnalysisSettings(
             token="t" * 20,
+            redact_key=b"redact-key-for-tests-0123456789abcdef",
             prometheus_url="http://127.0.0.1:9",
             timeout=1,
             argocd=ArgoCDSettings(url=argo.url, token=argo.token),
