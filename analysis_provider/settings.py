@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from analysis_provider.callers import Callers, load_callers
+from analysis_provider.queries import QueryTemplate, load_queries
 from driftguard.argocd import ArgoCDSettings
 from driftguard.env import from_env
 from driftguard.errors import ConfigError
@@ -22,7 +24,14 @@ class AnalysisSettings:
     """Validated at construction: a bad setting stops start-up naming itself."""
 
     token: str = field(default="", repr=False)
-    """Bearer token the AnalysisTemplate sends (DRIFTGUARD_ANALYSIS_TOKEN)."""
+    """The single-team setting (DRIFTGUARD_ANALYSIS_TOKEN): one bearer token that may ask about every
+    Application, a caller with ``projects: ["*"]``. Several teams: DRIFTGUARD_ANALYSIS_CALLERS."""
+    callers_file: str = ""
+    """A YAML file of callers, each with its own token and the projects and apps it may ask about
+    (DRIFTGUARD_ANALYSIS_CALLERS; analysis_provider/callers.py)."""
+    queries_file: str = ""
+    """The Prometheus query templates a success-rate gate may name (DRIFTGUARD_PROMETHEUS_QUERIES;
+    analysis_provider/queries.py); the built-in ``success-rate`` without it."""
     auth: str = "token"
     """`token` or `none` (DRIFTGUARD_ANALYSIS_AUTH=none, explicit opt-out)."""
     prometheus_url: str = ""
@@ -53,9 +62,21 @@ class AnalysisSettings:
     notifier_timeout: float = 1.0
     """Seconds the identity lookup may take, within the request's own timeout (DRIFTGUARD_ANALYSIS_NOTIFIER_TIMEOUT)."""
     argocd: ArgoCDSettings | None = None
+    callers: Callers = field(default=Callers(()), repr=False, compare=False)
+    """Loaded from the two settings above at construction (not a setting of its own)."""
+    queries: dict[str, QueryTemplate] = field(default_factory=dict, repr=False, compare=False)
+    """Loaded from DRIFTGUARD_PROMETHEUS_QUERIES at construction."""
 
     def __post_init__(self) -> None:
-        check_auth(self.auth, self.token, prefix="DRIFTGUARD_ANALYSIS")
+        if self.token or not self.callers_file or self.auth != "token":
+            # without a callers file the single token is required (unless auth is off)
+            check_auth(self.auth, self.token, prefix="DRIFTGUARD_ANALYSIS")
+        object.__setattr__(
+            self,
+            "callers",
+            load_callers(self.callers_file, single_token=self.token if self.auth == "token" else ""),
+        )
+        object.__setattr__(self, "queries", load_queries(self.queries_file))
         if self.prometheus_url and not self.prometheus_url.startswith(("http://", "https://")):
             raise ConfigError("DRIFTGUARD_PROMETHEUS_URL", "must be an http(s) URL")
         if not 0 < self.timeout < 10:
@@ -64,7 +85,7 @@ class AnalysisSettings:
             )
         if self.cache_ttl < 0:
             raise ConfigError("DRIFTGUARD_ANALYSIS_CACHE_TTL", "must be 0 or more")
-        check_redact_key(self.redact_key, tokens=(self.token,))
+        check_redact_key(self.redact_key, tokens=tuple(c.token for c in self.callers.entries))
         self._check_notifier()
 
     def _check_notifier(self) -> None:
@@ -124,6 +145,8 @@ class AnalysisSettings:
 ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_ANALYSIS_TOKEN": ("token", str),
     "DRIFTGUARD_ANALYSIS_AUTH": ("auth", str.strip),
+    "DRIFTGUARD_ANALYSIS_CALLERS": ("callers_file", str.strip),
+    "DRIFTGUARD_PROMETHEUS_QUERIES": ("queries_file", str.strip),
     "DRIFTGUARD_PROMETHEUS_URL": ("prometheus_url", str),
     "DRIFTGUARD_PROMETHEUS_TOKEN": ("prometheus_token", str),
     "DRIFTGUARD_ANALYSIS_FREEZE_FILE": ("freeze_file", str),

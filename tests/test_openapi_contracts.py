@@ -71,7 +71,7 @@ def notifier_schema(tmp_path: Path) -> Iterator[Any]:
             app.extensions["driftguard"].worker.stop()
 
 
-# success-rate takes exactly one of query= and service= (400 otherwise): OpenAPI 3.0 cannot say
+# success-rate needs service= for its template (400 otherwise): OpenAPI 3.0 cannot say
 # "one of these two query parameters", so a schema-valid request may be refused there, and only there
 ONE_OF_QUERY_OR_SERVICE = {"GET /v1/gates/success-rate", "GET /v1/gates/all"}
 
