@@ -70,7 +70,8 @@ class NotifierSettings:
     identity_retention: float = 86400.0
     """Seconds identity records are kept (DRIFTGUARD_NOTIFIER_IDENTITY_RETENTION)."""
     identity_max_rows: int = 100_000
-    """Most identity records kept; the oldest go first under an event storm (DRIFTGUARD_NOTIFIER_IDENTITY_MAX_ROWS)."""
+    """Most identity records kept per source (audit, admission); the oldest of that source go first under an
+    event storm, so a flood of one never evicts the other (DRIFTGUARD_NOTIFIER_IDENTITY_MAX_ROWS)."""
     read_token: str = field(default="", repr=False)
     """Bearer token for /v1/incidents and /incidents, separate from the webhook token (DRIFTGUARD_NOTIFIER_READ_TOKEN)."""
     read_trusted_header: str = ""
