@@ -9,11 +9,20 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from driftguard.errors import ConfigError
+from driftguard.http_limits import http_limits
 from driftguard.metrics import MULTIPROC_ENV, prepare_multiprocess_dir
 
-__all__ = ["REDACT_KEY_ENV", "bearer_matches", "check_auth", "check_redact_key", "exec_gunicorn", "refuse_old_salt"]
+__all__ = [
+    "REDACT_KEY_ENV",
+    "bearer_matches",
+    "check_auth",
+    "check_redact_key",
+    "exec_gunicorn",
+    "refuse_old_salt",
+]
 
 REDACT_KEY_ENV = "DRIFTGUARD_REDACT_KEY"
+WORKER_CLASS = "driftguard_serve.worker.GuardedWorker"
 _REDACT_KEY_MIN = 32
 
 
@@ -73,6 +82,7 @@ def exec_gunicorn(
     ``certfile``/``keyfile``: serve TLS (gunicorn's own ssl options; they apply to every bind, so a
     service that needs plain HTTP and TLS runs two of these, e.g. the notifier's admission listener).
     """
+    http_limits(os.environ)  # a bad DRIFTGUARD_HTTP_* stops here, named, not in every worker
     if not os.environ.get(MULTIPROC_ENV):
         # the workers' metric files: one fresh private folder per service start
         prepare_multiprocess_dir(Path(tempfile.mkdtemp(prefix="driftguard-metrics-")))
@@ -87,7 +97,9 @@ def exec_gunicorn(
         "--threads",
         str(threads),
     ]
-    argv += ["--worker-class", "gthread", "--access-logfile", "-", "--graceful-timeout", "20"]
+    # gthread with read deadlines and a per-client bound (driftguard_serve/worker.py): a slow client
+    # never holds a thread; named by string, so this library never imports gunicorn
+    argv += ["--worker-class", WORKER_CLASS, "--access-logfile", "-", "--graceful-timeout", "20"]
     if certfile or keyfile:
         argv += ["--certfile", certfile, "--keyfile", keyfile]
     # child_exit keeps prometheus-client's multiprocess metrics honest (driftguard/metrics.py)
