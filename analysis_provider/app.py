@@ -248,8 +248,18 @@ def healthz() -> Response:
     return jsonify({"status": "ok"})
 
 
+def _known_caller() -> bool:
+    settings: AnalysisSettings = current_app.extensions["driftguard"]["settings"]
+    return (
+        settings.auth == "none" or settings.callers.find(request.headers.get("Authorization", "")) is not None
+    )
+
+
 @ops.get("/readyz")
 def readyz() -> Response:
+    # a probe gets the status word only; what the provider serves is for its callers (issue 31)
+    if not _known_caller():
+        return jsonify({"status": "ready"})
     return jsonify({"status": "ready", "gates": [*GATES, "all"]})
 
 
@@ -264,7 +274,9 @@ def metrics() -> Response | tuple[Response, int]:
 
 
 @ops.get("/openapi.json")
-def openapi_json() -> Response:
+def openapi_json() -> Response | tuple[Response, int]:
+    if not _known_caller():
+        return jsonify({"error": "missing or wrong bearer token"}), 401
     return jsonify(openapi.spec())
 
 

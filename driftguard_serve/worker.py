@@ -51,6 +51,7 @@ class _Reading:
     deadline: float
     buf: bytearray = field(default_factory=bytearray)
     handshaking: bool = False
+    continued: bool = False
 
 
 class _Conn(TConn):  # type: ignore[misc]
@@ -69,25 +70,35 @@ class _Conn(TConn):  # type: ignore[misc]
 
 def request_state(buf: bytes | bytearray, *, max_body: int) -> int:
     """0 while more is needed, -1 when ``buf`` holds a whole request, else the HTTP status to refuse it with."""
+    return _state(buf, max_body=max_body)[0]
+
+
+def _state(buf: bytes | bytearray, *, max_body: int) -> tuple[int, bool]:
+    """``request_state`` and whether the head asks for ``100 Continue`` before its body."""
     end = buf.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
     if end < 0:
-        return 431 if len(buf) > MAX_HEAD else 0
-    length = 0
+        return (431 if len(buf) > MAX_HEAD else 0), False
+    length: int | None = None
+    expect = False
     for line in bytes(buf[:end]).split(b"\r\n")[1:]:
         name, sep, value = line.partition(b":")
         if not sep:
-            return 400
+            return 400, False
         key = name.strip().lower()
         if key == b"transfer-encoding":
-            return 411
+            return 411, False
+        if key == b"expect":
+            expect = value.strip().lower() == b"100-continue"
         if key == b"content-length":
             raw = value.strip()
-            if not raw.isdigit() or len(raw) > 18:
-                return 400
+            # two lengths could frame the request two ways (ours, gunicorn's): refused
+            if not raw.isdigit() or len(raw) > 18 or length is not None:
+                return 400, False
             length = int(raw)
+    length = length or 0
     if length > max_body:
-        return 413
-    return -1 if len(buf) >= end + 4 + length else 0
+        return 413, False
+    return (-1 if len(buf) >= end + 4 + length else 0), expect
 
 
 class GuardedWorker(ThreadWorker):  # type: ignore[misc]
@@ -173,8 +184,12 @@ class GuardedWorker(ThreadWorker):  # type: ignore[misc]
         """Hand a whole request to a thread, or refuse a bad one; False while more is needed."""
         if state.handshaking:
             return False
-        verdict = request_state(state.buf, max_body=self.limits.max_body)
+        verdict, expect = _state(state.buf, max_body=self.limits.max_body)
         if verdict == 0:
+            if expect and not state.continued:  # curl waits for it before sending a body
+                state.continued = True
+                with contextlib.suppress(OSError, ValueError):
+                    conn.sock.send(b"HTTP/1.1 100 Continue\r\n\r\n")
             return False
         if registered:
             self.poller.unregister(conn.sock)
