@@ -19,6 +19,7 @@ Not supported (answered at once, never read by a thread): ``Transfer-Encoding`` 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
 import ssl
@@ -36,6 +37,9 @@ from driftguard.http_limits import HttpLimits, http_limits
 __all__ = ["GuardedWorker"]
 
 MAX_HEAD = 64 * 1024
+MAX_BUFFERED = 64 * 1024 * 1024
+"""Bytes of unfinished requests one worker holds at most: past it the connection that reads more is
+refused (503), so slow bodies on many connections cannot take the pod's memory."""
 _STATUS = {
     408: b"408 Request Timeout",
     411: b"411 Length Required",
@@ -109,6 +113,7 @@ class GuardedWorker(ThreadWorker):  # type: ignore[misc]
         self.limits: HttpLimits = http_limits(os.environ)
         self.reading: dict[Any, _Reading] = {}
         self.clients: Counter[str] = Counter()
+        self.buffered = 0
 
     # --- connections in -------------------------------------------------------------------------
 
@@ -116,7 +121,7 @@ class GuardedWorker(ThreadWorker):  # type: ignore[misc]
         try:
             client_sock, client_addr = listener.accept()
         except OSError as e:
-            if e.errno not in (11, 103, 35):  # EAGAIN, ECONNABORTED, EWOULDBLOCK (macOS)
+            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
                 raise
             return
         who = client_addr[0] if isinstance(client_addr, tuple) and client_addr else "local"
@@ -145,6 +150,7 @@ class GuardedWorker(ThreadWorker):  # type: ignore[misc]
         conn.sock.setblocking(False)
         if conn.parser is not None:  # kept alive: what the last body's drain read ahead comes first
             state.buf += conn.parser.unreader.take_buffered()
+            self.buffered += len(state.buf)
         elif self.cfg.is_ssl:
             conn.sock = sock.ssl_context(self.cfg).wrap_socket(
                 conn.sock,
@@ -172,6 +178,10 @@ class GuardedWorker(ThreadWorker):  # type: ignore[misc]
                     self._drop(conn, 0)  # the client went away before its request was whole
                     return
                 state.buf += chunk
+                self.buffered += len(chunk)
+                if self.buffered > MAX_BUFFERED:
+                    self._drop(conn, 503)
+                    return
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, InterruptedError):
             pass
         except (OSError, ValueError):
@@ -194,6 +204,7 @@ class GuardedWorker(ThreadWorker):  # type: ignore[misc]
         if registered:
             self.poller.unregister(conn.sock)
         del self.reading[conn]
+        self.buffered -= len(state.buf)
         if verdict != -1:
             self._drop(conn, verdict, registered=False)
             return True
@@ -209,7 +220,9 @@ class GuardedWorker(ThreadWorker):  # type: ignore[misc]
 
     def _drop(self, conn: Any, status: int, *, registered: bool = True) -> None:
         if registered:
-            self.reading.pop(conn, None)
+            state = self.reading.pop(conn, None)
+            if state is not None:
+                self.buffered -= len(state.buf)
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self.poller.unregister(conn.sock)
         if status:

@@ -214,3 +214,43 @@ def test_the_tls_listener_answers_while_50_handshakes_stall(tmp_path: Path, argo
         for s in stalled:
             s.close()
         stop(proc)
+
+
+def test_unfinished_bodies_are_bounded_in_memory(tmp_path: Path, argo: argo_api.FakeArgo) -> None:
+    """Bodies that never finish cannot take the pod's memory: past 64 MiB per worker, 503."""
+    port = free_port()
+    proc = start_cli(
+        "driftguard-analysis",
+        port,
+        _env(tmp_path, argo, "driftguard-analysis"),
+        tmp_path / "s.log",
+        workers=1,
+    )
+    conns: list[socket.socket] = []
+    try:
+        chunk = b"x" * (7 * 1024 * 1024)
+        refused = 0
+        for n in range(12):  # 12 x 7 MiB, each 1 MiB short of its announced 8,000,000 bytes
+            s = socket.create_connection(
+                ("127.0.0.1", port), timeout=10, source_address=(f"127.0.1.{n + 1}", 0)
+            )
+            conns.append(s)
+            try:
+                s.sendall(
+                    b"POST /v1/gates/drift HTTP/1.1\r\nHost: x\r\nContent-Length: 8000000\r\n\r\n" + chunk
+                )
+            except OSError:
+                refused += 1  # closed under us while sending: the refusal
+        for s in conns:
+            s.settimeout(3)
+            try:
+                if s.recv(64).startswith(b"HTTP/1.1 503"):
+                    refused += 1
+            except OSError:
+                pass
+        assert refused >= 2, refused
+        assert _healthz(port) == 200
+    finally:
+        for s in conns:
+            s.close()
+        stop(proc)
