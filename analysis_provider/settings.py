@@ -68,8 +68,13 @@ class AnalysisSettings:
     """Loaded from DRIFTGUARD_PROMETHEUS_QUERIES at construction."""
 
     def __post_init__(self) -> None:
-        if self.token or not self.callers_file or self.auth != "token":
-            # without a callers file the single token is required (unless auth is off)
+        if self.auth == "token" and not self.token and not self.callers_file:
+            raise ConfigError(
+                "DRIFTGUARD_ANALYSIS_CALLERS",
+                "is required (each team's token and the projects and apps it may ask about), or"
+                " DRIFTGUARD_ANALYSIS_TOKEN for a single team (a caller of every project)",
+            )
+        if self.token or self.auth != "token":
             check_auth(self.auth, self.token, prefix="DRIFTGUARD_ANALYSIS")
         object.__setattr__(
             self,

@@ -221,3 +221,10 @@ def test_an_entry_matches_when_project_and_name_both_match(
     caller = Caller("c", TEAM_A, tuple(pats), tuple(apps))
     expected = (("*" in pats) or p in pats) and a in apps
     assert caller.allows(project=p, app=a) is expected
+
+
+def test_without_callers_or_a_token_start_up_names_both() -> None:
+    with pytest.raises(ConfigError, match=r"DRIFTGUARD_ANALYSIS_CALLERS.*DRIFTGUARD_ANALYSIS_TOKEN"):
+        AnalysisSettings(redact_key=KEY)
+    with pytest.raises(ConfigError, match="DRIFTGUARD_ANALYSIS_TOKEN"):
+        AnalysisSettings(token="short", redact_key=KEY)
