@@ -12,6 +12,7 @@ COPY scripts/install_tools.py scripts/install_tools.py
 # sha256-checked inside the script
 RUN python scripts/install_tools.py /opt/tools
 COPY driftguard driftguard
+COPY driftguard_serve driftguard_serve
 COPY cmp_plugin cmp_plugin
 COPY notifier notifier
 COPY analysis_provider analysis_provider

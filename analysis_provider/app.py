@@ -14,7 +14,6 @@ JSON (a value that is not finite is written as a string, ``"NaN"``, ``"+Inf"``, 
 
 from __future__ import annotations
 
-import hmac
 import json
 import math
 import time
@@ -32,6 +31,7 @@ from werkzeug.exceptions import HTTPException
 
 from analysis_provider import openapi
 from analysis_provider.cache import Coalescing
+from analysis_provider.callers import Caller
 from analysis_provider.gates import FAIL, GATES, INCONCLUSIVE, PASS, GateContext, Verdict
 from analysis_provider.gates.base import APP_ARGS, Arg, parse_args
 from analysis_provider.gates.success_rate import SuccessRateGate
@@ -51,7 +51,6 @@ from driftguard.ignore import JqRunner, rules_from_argocd_cm
 from driftguard.manifests import load_file, safe_load
 from driftguard.metrics import bounded, exposition
 from driftguard.redact import Redactor
-from driftguard.service import bearer_matches
 from driftguard.windows import SyncWindow
 
 __all__ = ["create_app"]
@@ -61,7 +60,7 @@ ALL_ARGS: dict[str, Arg] = {**APP_ARGS, **SuccessRateGate.args}
 
 
 GATE_NAMES = (*GATES, "all")
-OUTCOMES = (PASS, FAIL, INCONCLUSIVE, "400", "401", "404", "500", "502", "503", "504")
+OUTCOMES = (PASS, FAIL, INCONCLUSIVE, "400", "401", "403", "404", "500", "502", "503", "504")
 MARGIN = 0.25
 """Seconds before the request's deadline at which upstream reads stop, so a gate whose upstream is
 too slow ends with an error naming it while the request thread still waits for it."""
@@ -96,18 +95,24 @@ def gate(gate: str) -> tuple[Response, int]:
     state = current_app.extensions["driftguard"]
     settings: AnalysisSettings = state["settings"]
     deadline = time.monotonic() + settings.timeout
+    caller = None
     if settings.auth == "token":
-        given = request.headers.get("Authorization", "").encode()
-        if not hmac.compare_digest(given, f"Bearer {settings.token}".encode()):
+        caller = settings.callers.find(request.headers.get("Authorization", ""))
+        if caller is None:
             return _error(401, "missing or wrong bearer token", gate)
     raw = {k: v for k, v in request.args.items()}
     ctx = replace(state["ctx"], deadline=deadline - min(MARGIN, settings.timeout / 4))
     try:
         if gate == "all":
-            verdict = _all(parse_args(ALL_ARGS, raw), state, ctx, deadline)
+            args = parse_args(ALL_ARGS, raw)
+            if not _allowed(caller, args, ctx):
+                return _forbidden(caller, args, gate)
+            verdict = _all(args, state, ctx, deadline)
         elif gate in GATES:
             g = GATES[gate]
             args = parse_args(g.args, raw)
+            if "app" in g.args and not _allowed(caller, args, ctx):
+                return _forbidden(caller, args, gate)
             verdict = _wait(_submit(g.name, args, state, ctx), deadline, g.name)
         else:
             return _error(404, f"unknown gate {gate[:60]!r}; gates: {', '.join(GATE_NAMES)}", gate)
@@ -122,6 +127,34 @@ def gate(gate: str) -> tuple[Response, int]:
         return _error(502, str(exc), gate)
     _count(gate, verdict.verdict)
     return jsonify(verdict.to_json(_now_iso())), 200
+
+
+def _allowed(caller: Caller | None, args: dict[str, Any], ctx: GateContext) -> bool:
+    """Whether the caller's entry covers the Application (its spec.project and name); None: auth is off.
+
+    The Application is read as the gates read it (cached, so the gate's own read is this one). One
+    that does not exist is allowed only to a caller of every project: to anyone else a missing name
+    and a name in another project look the same (403).
+    """
+    if caller is None:
+        return True
+    try:
+        app = ctx.application(args["app"], args["appNamespace"])
+    except NotFound:
+        return caller.every_project
+    spec = app.get("spec") if isinstance(app, dict) else None
+    project = (spec.get("project") if isinstance(spec, dict) else None) or "default"  # Argo CD's default
+    return isinstance(project, str) and caller.allows(project=project, app=args["app"])
+
+
+def _forbidden(caller: Caller | None, args: dict[str, Any], gate: str) -> tuple[Response, int]:
+    name = caller.name if caller else ""
+    return _error(
+        403,
+        f"caller {name!r} may not ask about Application {args['app']!r}: it is outside the projects and"
+        " apps of its entry in DRIFTGUARD_ANALYSIS_CALLERS",
+        gate,
+    )
 
 
 def _submit(name: str, args: dict[str, Any], state: dict[str, Any], ctx: GateContext) -> Future[Verdict]:
@@ -155,7 +188,7 @@ def _all(args: dict[str, Any], state: dict[str, Any], ctx: GateContext, deadline
     """Every gate at once, under the request's one deadline: any fail fails; then any error is an error."""
     app_args = {"app": args["app"], "appNamespace": args["appNamespace"]}
     names = ["drift", "sync", "freeze"]
-    if args.get("query") or args.get("service"):
+    if args.get("template") or args.get("service"):
         names.append("success-rate")
     futures = {
         name: _submit(
@@ -215,24 +248,35 @@ def healthz() -> Response:
     return jsonify({"status": "ok"})
 
 
+def _known_caller() -> bool:
+    settings: AnalysisSettings = current_app.extensions["driftguard"]["settings"]
+    return (
+        settings.auth == "none" or settings.callers.find(request.headers.get("Authorization", "")) is not None
+    )
+
+
 @ops.get("/readyz")
 def readyz() -> Response:
+    # a probe gets the status word only; what the provider serves is for its callers (issue 31)
+    if not _known_caller():
+        return jsonify({"status": "ready"})
     return jsonify({"status": "ready", "gates": [*GATES, "all"]})
 
 
 @ops.get("/metrics")
 def metrics() -> Response | tuple[Response, int]:
     settings: AnalysisSettings = current_app.extensions["driftguard"]["settings"]
-    if settings.auth == "token" and not bearer_matches(
-        request.headers.get("Authorization", ""), settings.token
-    ):
+    # any known caller may scrape: the counters say nothing about any one Application
+    if settings.auth == "token" and settings.callers.find(request.headers.get("Authorization", "")) is None:
         return jsonify({"error": "missing or wrong bearer token"}), 401
     body, content_type = exposition()
     return Response(body, content_type=content_type)
 
 
 @ops.get("/openapi.json")
-def openapi_json() -> Response:
+def openapi_json() -> Response | tuple[Response, int]:
+    if not _known_caller():
+        return jsonify({"error": "missing or wrong bearer token"}), 401
     return jsonify(openapi.spec())
 
 
@@ -289,7 +333,7 @@ def create_app(
         prometheus=prometheus,
         windows=_windows(settings.freeze_file),
         system_rules=system_rules,
-        redactor=Redactor(salt=settings.redact_salt),
+        redactor=Redactor(salt=settings.redact_key),
         jq=JqRunner(),
         now=now or (lambda: datetime.now(UTC)),
         cached=lookups.get,
@@ -301,6 +345,7 @@ def create_app(
         )
         if settings.notifier_url
         else None,
+        queries=settings.queries,
     )
     app = Flask("driftguard-analysis")
     app.json = StrictJSON(app)

@@ -43,6 +43,7 @@ ERROR: dict[str, Any] = {
 _ERRORS = {
     "400": "Bad or missing arguments",
     "401": "Missing or wrong bearer token",
+    "403": "The caller's entry does not cover this Application (DRIFTGUARD_ANALYSIS_CALLERS)",
     "404": "No such gate",
     "502": "An upstream answered something the gate cannot read: could not decide",
     "503": "An upstream is unreachable: could not decide",
@@ -51,9 +52,9 @@ _ERRORS = {
 _DESCRIPTIONS = {
     "drift": "Fail while the Application has human, missing or prune-candidate changes.",
     "sync": "Pass only when the Application is Synced and Healthy and no operation runs or failed.",
-    "success-rate": "A Prometheus instant query against a threshold; no data or NaN is inconclusive.",
+    "success-rate": "A platform query template against a threshold; no data or NaN is inconclusive.",
     "freeze": "Fail inside a deny window of the app's AppProject syncWindows, or of the freeze file.",
-    "all": "Every gate at once under one deadline (success-rate when query= or service= is given).",
+    "all": "Every gate at once under one deadline (success-rate when template= or service= is given).",
 }
 
 

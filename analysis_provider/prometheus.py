@@ -5,6 +5,9 @@ envelope ``{"status": "success", "data": {"resultType": ..., "result": ...}}``; 
 ``[<unix time>, "<value>"]`` and a ``vector`` sample carries ``"value": [<unix time>, "<value>"]``,
 the value always a JSON *string* (Go's float formatting: "NaN", "+Inf", "-Inf" included). Anything
 else (a matrix, a number or boolean instead of the string, an infinity, non-strict JSON) is refused.
+
+Errors never carry what Prometheus said (issue 31): its error text, a sample or a series count could
+be the answer to a question a caller had no right to ask. They say what was wrong, not the value.
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from driftguard import upstream
 from driftguard.errors import UpstreamUnavailable
 
 __all__ = ["Prometheus"]
+
+# prometheus web/api/v1/api.go errorType values: words of Prometheus' own, never a caller's data
+_ERROR_TYPES = frozenset(
+    {"timeout", "canceled", "execution", "bad_data", "internal", "unavailable", "not_found", "not_acceptable"}
+)
 
 
 class Prometheus:
@@ -53,8 +61,9 @@ class Prometheus:
                 f"Prometheus answered HTTP {resp.status} with something that is not JSON ({kind})"
             ) from exc
         if resp.status != 200 or not isinstance(body, dict) or body.get("status") != "success":
-            error = body.get("error", "") if isinstance(body, dict) else ""
-            raise UpstreamUnavailable(f"Prometheus answered HTTP {resp.status}: {str(error)[:200]}")
+            error_type = body.get("errorType") if isinstance(body, dict) else None
+            known = error_type if error_type in _ERROR_TYPES else "an error"
+            raise UpstreamUnavailable(f"Prometheus answered HTTP {resp.status} ({known}); see its log")
         data = body.get("data")
         if not isinstance(data, dict):
             raise UpstreamUnavailable("Prometheus answered a success without a data object")
@@ -63,7 +72,7 @@ class Prometheus:
             return _value(result)
         if result_type != "vector":
             raise UpstreamUnavailable(
-                f"the query returned a {str(result_type)[:20]}; a gate needs a scalar or a one-sample vector"
+                "the query returned neither a scalar nor a vector; a gate needs a scalar or a one-sample vector"
             )
         if not isinstance(result, list):
             raise UpstreamUnavailable("Prometheus answered a vector whose result is not a list")
@@ -71,7 +80,7 @@ class Prometheus:
             return None
         if len(result) > 1:
             raise UpstreamUnavailable(
-                f"the query returned {len(result)} series; a gate needs exactly one (aggregate it with sum())"
+                "the query returned more than one series; a gate needs exactly one (aggregate it with sum())"
             )
         sample = result[0]
         if not isinstance(sample, dict):
@@ -82,15 +91,11 @@ class Prometheus:
 def _value(pair: Any) -> float:
     """``[<time>, "<value>"]`` -> the value: finite or NaN; infinities and non-strings are refused."""
     if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
-        raise UpstreamUnavailable(
-            f'Prometheus answered a sample that is not [<time>, "<value as a string>"]: {str(pair)[:60]}'
-        )
+        raise UpstreamUnavailable('Prometheus answered a sample that is not [<time>, "<value as a string>"]')
     try:
         value = float(pair[1])
     except ValueError as exc:
-        raise UpstreamUnavailable(
-            f"Prometheus answered a sample value {pair[1][:40]!r} that is not a number"
-        ) from exc
+        raise UpstreamUnavailable("Prometheus answered a sample value that is not a number") from exc
     if math.isinf(value):
-        raise UpstreamUnavailable(f"Prometheus answered {pair[1][:10]}: an infinite value is no success rate")
+        raise UpstreamUnavailable("Prometheus answered an infinite value: no success rate")
     return value

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from analysis_provider.callers import Callers, load_callers
+from analysis_provider.queries import QueryTemplate, load_queries
 from driftguard.argocd import ArgoCDSettings
 from driftguard.env import from_env
 from driftguard.errors import ConfigError
-from driftguard.service import check_auth, redact_salt_for
+from driftguard.service import check_auth, check_redact_key, refuse_old_salt
 
 __all__ = ["AnalysisSettings"]
 
@@ -22,7 +24,14 @@ class AnalysisSettings:
     """Validated at construction: a bad setting stops start-up naming itself."""
 
     token: str = field(default="", repr=False)
-    """Bearer token the AnalysisTemplate sends (DRIFTGUARD_ANALYSIS_TOKEN)."""
+    """The single-team setting (DRIFTGUARD_ANALYSIS_TOKEN): one bearer token that may ask about every
+    Application, a caller with ``projects: ["*"]``. Several teams: DRIFTGUARD_ANALYSIS_CALLERS."""
+    callers_file: str = ""
+    """A YAML file of callers, each with its own token and the projects and apps it may ask about
+    (DRIFTGUARD_ANALYSIS_CALLERS; analysis_provider/callers.py)."""
+    queries_file: str = ""
+    """The Prometheus query templates a success-rate gate may name (DRIFTGUARD_PROMETHEUS_QUERIES;
+    analysis_provider/queries.py); the built-in ``success-rate`` without it."""
     auth: str = "token"
     """`token` or `none` (DRIFTGUARD_ANALYSIS_AUTH=none, explicit opt-out)."""
     prometheus_url: str = ""
@@ -38,7 +47,9 @@ class AnalysisSettings:
     """YAML list of extra freeze windows (Argo CD syncWindow format) (DRIFTGUARD_ANALYSIS_FREEZE_FILE)."""
     argocd_cm_file: str = ""
     """argocd-cm for system-level ignoreDifferences (DRIFTGUARD_ARGOCD_CM_FILE)."""
-    redact_salt: bytes = field(default=b"", repr=False)
+    redact_key: bytes = field(default=b"", repr=False)
+    """HMAC key of the short hashes in masked values (DRIFTGUARD_REDACT_KEY): required, a random secret
+    the platform provides, the same value for the notifier and the analysis provider."""
     notifier_url: str = ""
     """The notifier's base URL: the drift gate asks its identity store who made a change
     (DRIFTGUARD_ANALYSIS_NOTIFIER_URL; empty: the gate names the field manager only)."""
@@ -51,9 +62,26 @@ class AnalysisSettings:
     notifier_timeout: float = 1.0
     """Seconds the identity lookup may take, within the request's own timeout (DRIFTGUARD_ANALYSIS_NOTIFIER_TIMEOUT)."""
     argocd: ArgoCDSettings | None = None
+    callers: Callers = field(default=Callers(()), repr=False, compare=False)
+    """Loaded from the two settings above at construction (not a setting of its own)."""
+    queries: dict[str, QueryTemplate] = field(default_factory=dict, repr=False, compare=False)
+    """Loaded from DRIFTGUARD_PROMETHEUS_QUERIES at construction."""
 
     def __post_init__(self) -> None:
-        check_auth(self.auth, self.token, prefix="DRIFTGUARD_ANALYSIS")
+        if self.auth == "token" and not self.token and not self.callers_file:
+            raise ConfigError(
+                "DRIFTGUARD_ANALYSIS_CALLERS",
+                "is required (each team's token and the projects and apps it may ask about), or"
+                " DRIFTGUARD_ANALYSIS_TOKEN for a single team (a caller of every project)",
+            )
+        if self.token or self.auth != "token":
+            check_auth(self.auth, self.token, prefix="DRIFTGUARD_ANALYSIS")
+        object.__setattr__(
+            self,
+            "callers",
+            load_callers(self.callers_file, single_token=self.token if self.auth == "token" else ""),
+        )
+        object.__setattr__(self, "queries", load_queries(self.queries_file))
         if self.prometheus_url and not self.prometheus_url.startswith(("http://", "https://")):
             raise ConfigError("DRIFTGUARD_PROMETHEUS_URL", "must be an http(s) URL")
         if not 0 < self.timeout < 10:
@@ -62,8 +90,7 @@ class AnalysisSettings:
             )
         if self.cache_ttl < 0:
             raise ConfigError("DRIFTGUARD_ANALYSIS_CACHE_TTL", "must be 0 or more")
-        if not self.redact_salt:
-            object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
+        check_redact_key(self.redact_key, tokens=tuple(c.token for c in self.callers.entries))
         self._check_notifier()
 
     def _check_notifier(self) -> None:
@@ -114,6 +141,7 @@ class AnalysisSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AnalysisSettings:
         env = os.environ if environ is None else environ
+        refuse_old_salt(env)
         kw = from_env(env, ENV)
         kw["argocd"] = ArgoCDSettings.from_env(env)
         return cls(**kw)
@@ -122,13 +150,15 @@ class AnalysisSettings:
 ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_ANALYSIS_TOKEN": ("token", str),
     "DRIFTGUARD_ANALYSIS_AUTH": ("auth", str.strip),
+    "DRIFTGUARD_ANALYSIS_CALLERS": ("callers_file", str.strip),
+    "DRIFTGUARD_PROMETHEUS_QUERIES": ("queries_file", str.strip),
     "DRIFTGUARD_PROMETHEUS_URL": ("prometheus_url", str),
     "DRIFTGUARD_PROMETHEUS_TOKEN": ("prometheus_token", str),
     "DRIFTGUARD_ANALYSIS_FREEZE_FILE": ("freeze_file", str),
     "DRIFTGUARD_ARGOCD_CM_FILE": ("argocd_cm_file", str),
     "DRIFTGUARD_ANALYSIS_TIMEOUT": ("timeout", float),
     "DRIFTGUARD_ANALYSIS_CACHE_TTL": ("cache_ttl", float),
-    "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
+    "DRIFTGUARD_REDACT_KEY": ("redact_key", str.encode),
     "DRIFTGUARD_ANALYSIS_NOTIFIER_URL": ("notifier_url", str.strip),
     "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN": ("notifier_read_token", str.strip),
     "DRIFTGUARD_ANALYSIS_NOTIFIER_READ_TOKEN_FILE": ("notifier_read_token_file", str.strip),

@@ -180,6 +180,7 @@ def main() -> int:
         )
         env = {
             "PATH": os.environ["PATH"],
+            "DRIFTGUARD_REDACT_KEY": "redact-key-for-bench-0123456789abcdef",
             "DRIFTGUARD_NOTIFIER_TOKEN": "bench-token-0123456789abcdef",
             "DRIFTGUARD_NOTIFIER_CONFIG": str(t / "notifier.yaml"),
             "DRIFTGUARD_NOTIFIER_OUTBOX": str(t / "outbox.sqlite3"),

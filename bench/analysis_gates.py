@@ -88,6 +88,7 @@ def main() -> int:
         port = free_port()
         env = {
             "PATH": os.environ["PATH"],
+            "DRIFTGUARD_REDACT_KEY": "redact-key-for-bench-0123456789abcdef",
             "DRIFTGUARD_ANALYSIS_TOKEN": TOKEN,
             "DRIFTGUARD_ARGOCD_URL": argo.url,
             "DRIFTGUARD_ARGOCD_TOKEN": argo.token,

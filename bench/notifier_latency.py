@@ -50,6 +50,7 @@ def main() -> int:
         )
         settings = NotifierSettings(
             token=TOKEN,
+            redact_key=b"redact-key-for-bench-0123456789abcdef",
             outbox=Path(tmp) / "outbox.sqlite3",
             worker=True,
             dedup_window=0,

@@ -88,6 +88,7 @@ def run(
     config.write_text(json.dumps({"channels": rx.channels(feishu_secret="s", routing_key="0" * 32)}))
     env = {
         "PATH": os.environ["PATH"],
+        "DRIFTGUARD_REDACT_KEY": "redact-key-for-bench-0123456789abcdef",
         "DRIFTGUARD_NOTIFIER_TOKEN": TOKEN,
         "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
         "DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp / f"{prefix}.sqlite3"),

@@ -13,9 +13,12 @@ The join (:func:`best_match`), for one drifted field whose managedFields entry n
 2. the event's field manager is the managedFields entry's manager (the ``fieldManager`` the request
    named, else the API server's default, the user agent up to its first ``/``; an admission record
    without ``options.fieldManager`` matches any manager);
-3. an event whose ``resourceVersion`` is the live object's is taken first (exact); otherwise the
-   event's time is within ``window`` seconds (default 5) of the managedFields time, which the API
-   server truncates to the second; the closest wins, the newest on a tie.
+3. an audit record outranks every admission record (issue 31): the API server writes the audit
+   Event itself after the write succeeded, while a review only says a write was asked for, and a
+   forged or replayed review could claim any user for the object's UID and resourceVersion;
+4. then an event whose ``resourceVersion`` is the live object's is taken first (exact); otherwise
+   the event's time is within ``window`` seconds (default 5) of the managedFields time, which the
+   API server truncates to the second; the closest wins, the newest on a tie.
 
 Nothing matching: no identity, and the alert says that no identity record matched.
 """
@@ -278,7 +281,7 @@ def best_match(
     window: float = JOIN_WINDOW,
 ) -> IdentityEvent | None:
     """The event that made this managedFields entry, by the rule in the module docstring; None when none."""
-    best: tuple[int, float, float, IdentityEvent] | None = None
+    best: tuple[int, int, float, float, IdentityEvent] | None = None
     for ev in events:
         if not ev.user or ev.verb == "delete" or ev.subresource == "status":
             continue
@@ -286,9 +289,10 @@ def best_match(
             continue
         if ev.field_manager and ev.field_manager != manager:
             continue
+        source = 0 if ev.source == "audit" else 1
         exact = bool(resource_version) and ev.resource_version == resource_version
         if exact:
-            rank = (0, 0.0, -ev.at)
+            rank = (source, 0, 0.0, -ev.at)
         elif time is None:
             continue
         else:
@@ -296,10 +300,10 @@ def best_match(
             gap = max(0.0, time - ev.at, ev.at - (time + 1.0))
             if gap > window:
                 continue
-            rank = (1, gap, -ev.at)
-        if best is None or rank < best[:3]:
+            rank = (source, 1, gap, -ev.at)
+        if best is None or rank < best[:4]:
             best = (*rank, ev)
-    return best[3] if best else None
+    return best[4] if best else None
 
 
 _UNITS = {"en": ("s", "min", "h", "d"), "zh-CN": ("秒", "分钟", "小时", "天")}

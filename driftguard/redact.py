@@ -11,6 +11,14 @@ keeps a short salted hash so a reader still sees *that* a value changed, and whe
 values are equal, without learning either.
 
 ``scrub_text`` applies the string rules to free text (errors, log fields) with a plain ``***``.
+
+Linear and bounded (issue 31): a string longer than ``MAX_TEXT`` is masked whole, unread. Every
+pattern is possessive or anchored, so one regex call costs at most a constant times the text it
+is given (no backtracking over a run of blanks: ``k: x`` + 32 KB of blanks + ``y`` took seconds);
+the line rule runs once per line. Every pass charges what it reads to a :class:`Work` meter, a
+text carried inside a text (YAML in a ConfigMap value, JSON in that) included; a text whose
+nesting would cost more than ``WORK_FACTOR`` times its own length is masked whole instead of
+being read again (nested block scalars made the work grow as length^1.5).
 """
 
 from __future__ import annotations
@@ -21,12 +29,13 @@ import json
 import os
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from driftguard.diff import FieldChange, ListSeg, Segment, dumps
 
-__all__ = ["DEFAULT_SENSITIVE", "Redactor", "scrub_text"]
+__all__ = ["DEFAULT_SENSITIVE", "MAX_TEXT", "WORK_FACTOR", "Redactor", "Work", "scrub_text"]
 
 DEFAULT_SENSITIVE = (
     r"(?i)(passw(or)?d|passphrase|secret|token|api[-_]?key|credential|private[-_]?key|access[-_]?key"
@@ -43,21 +52,30 @@ MASK = "***"
 _QUERY_KEY = re.compile(
     r"(?i)(token|key|secret|passw(or)?d|pwd|signature|credential|auth|session)|^(sig|sign|code|x-amz-security-token)$"
 )
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s\"'<>`]+")
-_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#@\s]*)@")
-_QUERY = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]*)")
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}+://[^\s\"'<>`]++")
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*+://)([^/?#@\s]*+)@")
+_QUERY = re.compile(r"([?&;])([^=&;#\s]++)=([^&;#\s]*+)")
 # a path segment after one of these is a webhook's secret (Slack /services/T/B/X, Feishu /hook/<id>,
 # Discord /webhooks/<id>/<token>, Teams /webhookb2/..., Telegram /bot<token>)
 _HOOK_SEGMENT = re.compile(r"(?i)^(hooks?|services|webhooks?|webhookb2|incomingwebhook|trigger)$")
-_TOKENISH = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_\-:]{24,}$")
-# key = value / key: value lines (properties, .env, flat YAML) and "key": "value" pairs
+_TOKENISH = re.compile(r"^(?=[^0-9]*+[0-9])(?=[^A-Za-z]*+[A-Za-z])[A-Za-z0-9_\-:]{24,}+$")
+# key = value / key: value lines (properties, .env, flat YAML) and "key": "value" pairs; matched
+# against one line at a time, the value's trailing blanks cut in Python (a lazy ``.*?`` followed
+# by ``[ \t]*$`` was quadratic in a run of blanks)
 _PAIR = re.compile(
-    r"""(?m)^([ \t]*(?:-[ \t]+)?(?:export[ \t]+)?["']?)([A-Za-z0-9_.\-/]+)(["']?[ \t]*[:=][ \t]*)(?![|>][ \t]*$)(\S.*?)[ \t]*$"""
+    r"""([^\S\n]*+(?:-[^\S\n]++)?(?:export[^\S\n]++)?["']?)([A-Za-z0-9_.\-/]++)(["']?[^\S\n]*+[:=][^\S\n]*+)(?![|>][^\S\n]*+$)(\S.*+)"""
 )
 # key=value inside a line: command-line flags (--db-password=x), log text
-_INLINE_PAIR = re.compile(r"(?<![\w.\-])([A-Za-z0-9_.\-]+)(=)([^\s&;,'\"]+)")
-_JSON_PAIR = re.compile(r"""(["'])([A-Za-z0-9_.\-]+)\1([ \t]*:[ \t]*)(["'])((?:\\.|(?!\4).)*)\4""")
+_INLINE_PAIR = re.compile(r"(?<![\w.\-])([A-Za-z0-9_.\-]++)(=)([^\s&;,'\"]++)")
+_JSON_PAIR = re.compile(
+    r"""(["'])([A-Za-z0-9_.\-]++)\1([^\S\n]*+:[^\S\n]*+)(["'])((?:\\[^\n]|(?!\4)[^\\\n])*+)\4"""
+)
 _MAX_PARSE = 256 * 1024
+MAX_TEXT = 256 * 1024
+"""Longest string the text rules read; a longer one is masked whole."""
+WORK_FACTOR = 12
+"""Characters the rules may read per character of the outermost text (each pass reads it once)."""
+_WORK_FLOOR = 4096
 _YAML_ALIAS = re.compile(r"(^|[\s\[{,:-])[&*][^\s]")
 
 
@@ -81,9 +99,20 @@ class Redactor:
         digest = hmac.new(self.salt, dumps(value).encode(), hashlib.sha256).hexdigest()[:8]
         return f"{MASK}(sha256:{digest})"
 
-    def text(self, value: str) -> str:
-        """A string with the credentials it carries masked (URLs, embedded JSON/YAML, key=value lines)."""
-        return _text(value, self.mask, self._structured)
+    def text(self, value: str, *, work: Work | None = None) -> str:
+        """A string with the credentials it carries masked (URLs, embedded JSON/YAML, key=value lines).
+
+        ``work``: the meter to charge (default: the enclosing text's, else a fresh one for this text).
+        """
+        outer = _WORK.get()
+        if work is None and outer is not None:
+            return _text(value, self.mask, self._structured, outer)
+        meter = work or Work.for_text(value)
+        token = _WORK.set(meter)
+        try:
+            return _text(value, self.mask, self._structured, meter)
+        finally:
+            _WORK.reset(token)
 
     def _structured(self, parsed: Any) -> Any:
         return self.value(parsed)
@@ -174,15 +203,45 @@ class Redactor:
         return self.mask(value)
 
 
-def scrub_text(text: str) -> str:
+class Work:
+    """Characters the text rules have read for one outermost text, against ``limit``."""
+
+    __slots__ = ("limit", "spent")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.spent = 0
+
+    @classmethod
+    def for_text(cls, text: str) -> Work:
+        return cls(WORK_FACTOR * len(text) + _WORK_FLOOR)
+
+    def charge(self, n: int) -> bool:
+        """Count ``n`` characters read; False (and nothing counted) when that would pass the limit."""
+        if self.spent + n > self.limit:
+            return False
+        self.spent += n
+        return True
+
+
+# the meter of the outermost text being read in this thread: a text nested in it (a JSON or YAML
+# string inside a value) is charged to the same meter
+_WORK: ContextVar[Work | None] = ContextVar("driftguard_redact_work", default=None)
+_PASSES = 5
+"""Passes over one text: the structure parse, URLs, lines, JSON pairs, inline pairs."""
+
+
+def scrub_text(text: str, *, work: Work | None = None) -> str:
     """Free text (an error, a log field) with URL credentials and sensitive key=value pairs as ``***``."""
-    return _text(text, lambda _: MASK, None)
+    return _text(text, lambda _: MASK, None, work or Work.for_text(text))
 
 
-def _text(value: str, mask: Callable[[Any], Any], structured: Callable[[Any], Any] | None) -> str:
+def _text(value: str, mask: Callable[[Any], Any], structured: Callable[[Any], Any] | None, work: Work) -> str:
     if not value or len(value) < 6:
         return value
-    if structured is not None and len(value) <= _MAX_PARSE:
+    if len(value) > MAX_TEXT or not work.charge(_PASSES * len(value)):
+        return str(mask(value))  # too long to read, or nested too deep to read again: all of it
+    if structured is not None:
         parsed = _parse(value)
         if parsed is not None:
             try:
@@ -194,11 +253,16 @@ def _text(value: str, mask: Callable[[Any], Any], structured: Callable[[Any], An
     if "://" in value:
         value = _URL.sub(lambda m: _url(m.group(0), mask), value)
     if "=" in value or ":" in value:
-        value = _PAIR.sub(lambda m: _pair(m, mask), value)
+        value = "\n".join(_line(line, mask) for line in value.split("\n"))
         value = _JSON_PAIR.sub(lambda m: _json_pair(m, mask), value)
     if "=" in value:
         value = _INLINE_PAIR.sub(lambda m: _inline_pair(m, mask), value)
     return value
+
+
+def _line(line: str, mask: Callable[[Any], Any]) -> str:
+    m = _PAIR.match(line)
+    return _pair(m, mask) if m else line
 
 
 def _parse(value: str) -> Any:
@@ -260,15 +324,17 @@ def _url(url: str, mask: Callable[[Any], Any]) -> str:
 
 
 def _pair(m: re.Match[str], mask: Callable[[Any], Any]) -> str:
-    key, value = m.group(2), m.group(4)
+    key, rest = m.group(2), m.group(4)
+    value = rest.rstrip()
     if not re.search(DEFAULT_SENSITIVE, key) or _REFERENCE_SUFFIX.search(key) or value.startswith(MASK):
         return m.group(0)
+    blanks = rest[len(value) :]
     trail = ""
     if value.endswith(","):
         value, trail = value[:-1], ","
     quote = value[0] if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1 else ""
     inner = value[1:-1] if quote else value
-    return f"{m.group(1)}{key}{m.group(3)}{quote}{_masked(inner, mask)}{quote}{trail}"
+    return f"{m.group(1)}{key}{m.group(3)}{quote}{_masked(inner, mask)}{quote}{trail}{blanks}"
 
 
 def _json_pair(m: re.Match[str], mask: Callable[[Any], Any]) -> str:

@@ -1,17 +1,29 @@
-"""What the two HTTP services share, without importing Flask: the token rule, the redaction salt, gunicorn."""
+"""What the two HTTP services share, without importing Flask: the token rule, the redaction key, gunicorn."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from driftguard.errors import ConfigError
+from driftguard.http_limits import http_limits
 from driftguard.metrics import MULTIPROC_ENV, prepare_multiprocess_dir
 
-__all__ = ["bearer_matches", "check_auth", "exec_gunicorn", "redact_salt_for"]
+__all__ = [
+    "REDACT_KEY_ENV",
+    "bearer_matches",
+    "check_auth",
+    "check_redact_key",
+    "exec_gunicorn",
+    "refuse_old_salt",
+]
+
+REDACT_KEY_ENV = "DRIFTGUARD_REDACT_KEY"
+WORKER_CLASS = "driftguard_serve.worker.GuardedWorker"
+_REDACT_KEY_MIN = 32
 
 
 def check_auth(auth: str, token: str, *, prefix: str) -> None:
@@ -32,9 +44,34 @@ def bearer_matches(header: str, *tokens: str) -> bool:
     return any(t and hmac.compare_digest(header.encode(), f"Bearer {t}".encode()) for t in tokens)
 
 
-def redact_salt_for(token: str) -> bytes:
-    """A salt every replica shares (derived from the service's secret token), random when there is none."""
-    return hashlib.sha256(b"driftguard-redact\0" + token.encode()).digest() if token else os.urandom(16)
+def check_redact_key(key: bytes, *, tokens: tuple[str, ...]) -> bytes:
+    """The HMAC key of masked values, as the platform gave it: required, 32+ characters, no token's value.
+
+    Why a key of its own: a mask (``***(sha256:...)``) is an HMAC of the value, so whoever holds
+    the key can test guesses offline. A key derived from a bearer token was held by everyone the
+    token was handed to (every Rollout namespace, Prometheus' scrape config). One Secret value
+    shared by the notifier and the analysis provider makes a value mask the same in an alert and in
+    a gate's answer.
+    """
+    hint = (
+        f"{_REDACT_KEY_MIN}+ random characters the platform provides (e.g. `openssl rand -hex 32`),"
+        " the same Secret value for the notifier and the analysis provider"
+    )
+    if not key:
+        raise ConfigError(REDACT_KEY_ENV, f"is required: {hint}")
+    if len(key) < _REDACT_KEY_MIN:
+        raise ConfigError(REDACT_KEY_ENV, f"is too short ({len(key)} characters): {hint}")
+    if any(t and key == t.encode() for t in tokens):
+        raise ConfigError(REDACT_KEY_ENV, f"must not be a bearer token's value: {hint}")
+    return key
+
+
+def refuse_old_salt(env: Mapping[str, str]) -> None:
+    """``DRIFTGUARD_REDACT_SALT`` (before issue 31) is refused by name: an upgrade never keeps it silently."""
+    if env.get("DRIFTGUARD_REDACT_SALT"):
+        raise ConfigError(
+            "DRIFTGUARD_REDACT_SALT", f"is no longer read: put a random secret in {REDACT_KEY_ENV} instead"
+        )
 
 
 def exec_gunicorn(
@@ -45,6 +82,7 @@ def exec_gunicorn(
     ``certfile``/``keyfile``: serve TLS (gunicorn's own ssl options; they apply to every bind, so a
     service that needs plain HTTP and TLS runs two of these, e.g. the notifier's admission listener).
     """
+    http_limits(os.environ)  # a bad DRIFTGUARD_HTTP_* stops here, named, not in every worker
     if not os.environ.get(MULTIPROC_ENV):
         # the workers' metric files: one fresh private folder per service start
         prepare_multiprocess_dir(Path(tempfile.mkdtemp(prefix="driftguard-metrics-")))
@@ -59,7 +97,9 @@ def exec_gunicorn(
         "--threads",
         str(threads),
     ]
-    argv += ["--worker-class", "gthread", "--access-logfile", "-", "--graceful-timeout", "20"]
+    # gthread with read deadlines and a per-client bound (driftguard_serve/worker.py): a slow client
+    # never holds a thread; named by string, so this library never imports gunicorn
+    argv += ["--worker-class", WORKER_CLASS, "--access-logfile", "-", "--graceful-timeout", "20"]
     if certfile or keyfile:
         argv += ["--certfile", certfile, "--keyfile", keyfile]
     # child_exit keeps prometheus-client's multiprocess metrics honest (driftguard/metrics.py)

@@ -71,7 +71,7 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
     expander = Expander(
         ArgoCDClient(settings.argocd),
         system_rules=system_rules_from_file(settings.argocd_cm_file),
-        redactor=Redactor(salt=settings.redact_salt),
+        redactor=Redactor(salt=settings.redact_key),
         identities=identities,
     )
     metrics = NotifierMetrics(channels, outbox.depth)

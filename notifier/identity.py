@@ -9,8 +9,9 @@ interface; the join itself (``attribute``) lives in driftguard/identity.py, so t
 use it too.
 
 Bounded under an event storm: every string is capped when parsed (driftguard/identity.py), so a
-row is at most a few KB, and the table holds at most ``max_rows`` rows (the oldest go first) and
-none older than ``retention`` (pruned here after writes, and by the outbox's sweeper while none
+row is at most a few KB, and the table holds at most ``max_rows`` rows *per source* (the oldest of
+that source go first: a flood of admission reviews can never evict the audit records, nor the
+reverse; issue 31) and none older than ``retention`` (pruned here after writes, and by the outbox's sweeper while none
 arrive). The prune runs in one replica at a time (the outbox's singleton lock: a PostgreSQL
 advisory lock), so replicas under the same storm never delete the same rows at once. A resent
 audit batch is stored once (unique on source and event id).
@@ -31,7 +32,10 @@ from driftguard.identity import IdentityEvent, IdentityStore, attribute
 from notifier.outbox import Outbox
 from notifier.outbox.base import LOCK_IDENTITY
 
-__all__ = ["IdentityStore", "OutboxIdentityStore", "Recorder", "attribute"]
+__all__ = ["SOURCES", "IdentityStore", "OutboxIdentityStore", "Recorder", "attribute"]
+
+SOURCES = ("audit", "admission")
+"""Every ``source`` a record may have (driftguard/identity.py): each is bounded on its own."""
 
 _COLUMNS = (
     'source, event_id, at, "user", verb, api_group, resource, kind, namespace, name, uid, resource_version,'
@@ -112,15 +116,18 @@ class OutboxIdentityStore:
             if not ox._singleton(db, LOCK_IDENTITY):
                 return False
             ox._x(db, "DELETE FROM identity_events WHERE at<?", (now - self.retention,))
-            count = ox._x(db, "SELECT count(*) AS n FROM identity_events").fetchone()["n"]
-            excess = int(count) - self.max_rows
-            if excess > 0:
-                ox._x(
-                    db,
-                    "DELETE FROM identity_events WHERE (source, event_id) IN"
-                    " (SELECT source, event_id FROM identity_events ORDER BY at LIMIT ?)",
-                    (excess,),
-                )
+            for source in SOURCES:  # each source within its own bound: one cannot evict the other
+                count = ox._x(
+                    db, "SELECT count(*) AS n FROM identity_events WHERE source=?", (source,)
+                ).fetchone()["n"]
+                excess = int(count) - self.max_rows
+                if excess > 0:
+                    ox._x(
+                        db,
+                        "DELETE FROM identity_events WHERE source=? AND event_id IN"
+                        " (SELECT event_id FROM identity_events WHERE source=? ORDER BY at LIMIT ?)",
+                        (source, source, excess),
+                    )
         return True
 
     def candidates(self, *, namespace: str, name: str, uid: str) -> list[IdentityEvent]:

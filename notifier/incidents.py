@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import time
 from typing import Any
 
@@ -38,11 +39,18 @@ def parse_since(value: str, *, now: float | None = None) -> float:
         return 0.0
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
     if v[-1] in units and v[:-1].isdigit():
-        return now - int(v[:-1]) * units[v[-1]]
+        # a count past 10 digits is older than the epoch in any unit (400 digits overflowed a float: 500)
+        if len(v[:-1]) > 10:
+            raise ValueError("`since` is too far back: a duration has at most 10 digits")
+        return max(0.0, now - int(v[:-1]) * units[v[-1]])
     try:
-        return float(v)
+        number = float(v)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(number):
+            raise ValueError("`since` must be a finite number of epoch seconds")
+        return number
     at = parse_time(v)
     if at is None:
         raise ValueError("`since` must be epoch seconds, RFC 3339 or a duration like 24h or 7d")
@@ -138,6 +146,8 @@ def incidents_page() -> tuple[Response, int]:
     try:
         q, _ = _query()
     except ValueError as exc:
+        if "text/html" not in request.headers.get("Accept", ""):  # a script, not a browser: JSON
+            return jsonify({"error": str(exc)}), 400
         return Response(_page("Drift journal", f"<p>{escape(str(exc))}</p>"), mimetype="text/html"), 400
     state = current_app.extensions["driftguard"]
     try:

@@ -20,13 +20,22 @@ def healthz() -> Response:
     return jsonify({"status": "ok"})
 
 
+def _reads(state: Any) -> bool:
+    """Whether the request carries the read token: only then do the probes say more than a word."""
+    token = state.settings.read_token
+    return bool(token) and bearer_matches(request.headers.get("Authorization", ""), token)
+
+
 @bp.get("/readyz")
 def readyz() -> tuple[Response, int]:
+    # a probe answers with a status word only: channel names and store errors are for the read
+    # token's holder (issue 31: any pod on the network read them)
     state = current_app.extensions["driftguard"]
+    detail = _reads(state)
     if not state.outbox.writable():
         reason = f"the outbox is not writable ({state.outbox.write_error})"
-        return jsonify({"status": "not ready", "reason": reason}), 503
-    return jsonify({"status": "ready", "channels": sorted(state.channels)}), 200
+        return jsonify({"status": "not ready", **({"reason": reason} if detail else {})}), 503
+    return jsonify({"status": "ready", **({"channels": sorted(state.channels)} if detail else {})}), 200
 
 
 @bp.get("/metrics")
@@ -43,7 +52,9 @@ def metrics() -> Response | tuple[Response, int]:
 
 
 @bp.get("/openapi.json")
-def openapi() -> Response:
+def openapi() -> Response | tuple[Response, int]:
+    if not _reads(current_app.extensions["driftguard"]):
+        return jsonify({"error": "missing or wrong read token (DRIFTGUARD_NOTIFIER_READ_TOKEN)"}), 401
     return jsonify(OPENAPI)
 
 
@@ -125,7 +136,7 @@ OPENAPI: dict[str, Any] = {
         "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "Alive"}}}},
         "/readyz": {
             "get": {
-                "summary": "Readiness: config valid, outbox writable",
+                "summary": "Readiness: config valid, outbox writable (details with the read token)",
                 "responses": {"200": {"description": "Ready"}, "503": {"description": "Not ready"}},
             }
         },

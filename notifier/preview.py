@@ -94,14 +94,13 @@ def render(args: argparse.Namespace) -> dict[str, Any]:
     templates = Templates(env.get("DRIFTGUARD_NOTIFIER_TEMPLATES", ""))
     cfg = ChannelConfig("preview", args.channel, url=PLACEHOLDER_URL, routing_key="0" * 32, locale=locale)
     channel = FACTORIES[args.channel](cfg, templates, locale=locale, time_zone=zone)
-    salt = env.get("DRIFTGUARD_REDACT_SALT", "").encode()
+    key = env.get("DRIFTGUARD_REDACT_KEY", "").encode()
     report = build_report(
         app,
         items,
         system_rules=system_rules_from_file(env.get("DRIFTGUARD_ARGOCD_CM_FILE", "")),
-        redactor=Redactor(salt=salt)
-        if salt
-        else Redactor(),  # Secret values masked as the service masks them
+        # with the service's key, masks read as the alerts' do; without it, a random key per run
+        redactor=Redactor(salt=key) if key else Redactor(),
     )
     base = (args.argocd_url or config.argocd_url or env.get("DRIFTGUARD_ARGOCD_URL", "")).rstrip("/")
     info: AppInfo = report.app

@@ -11,7 +11,7 @@ from typing import Any
 from driftguard.argocd import ArgoCDSettings
 from driftguard.env import boolean, from_env
 from driftguard.errors import ConfigError
-from driftguard.service import check_auth, redact_salt_for
+from driftguard.service import check_auth, check_redact_key, refuse_old_salt
 
 __all__ = ["NotifierSettings"]
 
@@ -53,8 +53,9 @@ class NotifierSettings:
     """A directory of template overrides (DRIFTGUARD_NOTIFIER_TEMPLATES)."""
     argocd_cm_file: str = ""
     """A mounted argocd-cm (YAML) for system-level ignoreDifferences (DRIFTGUARD_ARGOCD_CM_FILE)."""
-    redact_salt: bytes = field(default=b"", repr=False)
-    """Salt of the short hashes in masked values (DRIFTGUARD_REDACT_SALT); default: derived from the token."""
+    redact_key: bytes = field(default=b"", repr=False)
+    """HMAC key of the short hashes in masked values (DRIFTGUARD_REDACT_KEY): required, a random secret
+    the platform provides, the same value for the notifier and the analysis provider."""
     lease: float = 30.0
     """Seconds a process holds a claimed piece of work; a crashed process's work is picked up after it
     (DRIFTGUARD_NOTIFIER_LEASE). Sends time out well within it."""
@@ -69,7 +70,8 @@ class NotifierSettings:
     identity_retention: float = 86400.0
     """Seconds identity records are kept (DRIFTGUARD_NOTIFIER_IDENTITY_RETENTION)."""
     identity_max_rows: int = 100_000
-    """Most identity records kept; the oldest go first under an event storm (DRIFTGUARD_NOTIFIER_IDENTITY_MAX_ROWS)."""
+    """Most identity records kept per source (audit, admission); the oldest of that source go first under an
+    event storm, so a flood of one never evicts the other (DRIFTGUARD_NOTIFIER_IDENTITY_MAX_ROWS)."""
     read_token: str = field(default="", repr=False)
     """Bearer token for /v1/incidents and /incidents, separate from the webhook token (DRIFTGUARD_NOTIFIER_READ_TOKEN)."""
     read_trusted_header: str = ""
@@ -105,12 +107,12 @@ class NotifierSettings:
                 "DRIFTGUARD_NOTIFIER_RETENTION",
                 "must be at least the dead-letter window (and the intake window >= 0)",
             )
-        if not self.redact_salt:
-            object.__setattr__(self, "redact_salt", redact_salt_for(self.token))
+        check_redact_key(self.redact_key, tokens=(self.token, self.audit_token, self.read_token))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> NotifierSettings:
         env = os.environ if environ is None else environ
+        refuse_old_salt(env)
         kw = from_env(env, ENV)
         kw["argocd"] = ArgoCDSettings.from_env(env)
         return cls(**kw)
@@ -133,7 +135,7 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_NOTIFIER_MAX_ATTEMPTS": ("max_attempts", int),
     "DRIFTGUARD_NOTIFIER_MAX_RETRY_AFTER": ("max_retry_after", float),
     "DRIFTGUARD_NOTIFIER_LEASE": ("lease", float),
-    "DRIFTGUARD_REDACT_SALT": ("redact_salt", str.encode),
+    "DRIFTGUARD_REDACT_KEY": ("redact_key", str.encode),
     "DRIFTGUARD_NOTIFIER_WORKER": ("worker", boolean),
     "DRIFTGUARD_NOTIFIER_AUDIT_TOKEN": ("audit_token", str),
     "DRIFTGUARD_NOTIFIER_ADMISSION_AUTH": ("admission_auth", str.strip),

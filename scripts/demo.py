@@ -317,6 +317,7 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
         n_port,
         {
             **argo_env,
+            "DRIFTGUARD_REDACT_KEY": "redact-key-for-bench-0123456789abcdef",
             "DRIFTGUARD_NOTIFIER_TOKEN": NOTIFIER_TOKEN,
             "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
             "DRIFTGUARD_NOTIFIER_OUTBOX": str(work / "outbox.sqlite3"),
@@ -328,7 +329,12 @@ def part_two_and_three(work: Path, argo: argo_api.FakeArgo, rx: receivers.Receiv
         analysis = gunicorn(
             "analysis_provider.app:create_app()",
             a_port,
-            {**argo_env, "DRIFTGUARD_ANALYSIS_TOKEN": ANALYSIS_TOKEN, "DRIFTGUARD_ANALYSIS_CACHE_TTL": "0"},
+            {
+                **argo_env,
+                "DRIFTGUARD_REDACT_KEY": "redact-key-for-bench-0123456789abcdef",
+                "DRIFTGUARD_ANALYSIS_TOKEN": ANALYSIS_TOKEN,
+                "DRIFTGUARD_ANALYSIS_CACHE_TTL": "0",
+            },
             work / "analysis.log",
         )
         print(

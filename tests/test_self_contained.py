@@ -17,6 +17,7 @@ SOURCES = [
     "standins",
     "scripts/demo.py",
     "driftguard",
+    "driftguard_serve",
     "cmp_plugin",
     "notifier",
     "analysis_provider",

@@ -128,6 +128,8 @@ class GateContext:
     """``time.monotonic()`` by which this request must be answered: every upstream read stops there."""
     identities: Any = None
     """The notifier's identity lookup (analysis_provider/identities.py ``NotifierIdentities``), when configured."""
+    queries: Mapping[str, Any] = field(default_factory=dict)
+    """The Prometheus query templates by name (analysis_provider/queries.py ``QueryTemplate``)."""
 
     def application(self, name: str, app_namespace: str) -> dict[str, Any]:
         return self.cached(  # type: ignore[no-any-return]

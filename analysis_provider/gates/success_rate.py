@@ -1,4 +1,11 @@
-"""success-rate: a Prometheus instant query against a threshold; no data or NaN is inconclusive."""
+"""success-rate: a Prometheus query the platform wrote, against a threshold; no data or NaN is inconclusive.
+
+Never a free query (issue 31: a tenant's token sent ``count(kube_secret_info{namespace="payments"})``
+and read the value back). The caller names a template (``template=``, default ``success-rate``,
+the built-in below) and passes its arguments; the platform's templates live in
+``DRIFTGUARD_PROMETHEUS_QUERIES`` (analysis_provider/queries.py). Arguments are checked against
+their patterns before they are put in: none can hold a quote, a brace or a space.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +14,15 @@ import re
 from typing import Any, ClassVar
 
 from analysis_provider.gates.base import FAIL, INCONCLUSIVE, PASS, Arg, GateContext, Verdict
+from analysis_provider.queries import DEFAULT_TEMPLATE
 from driftguard.errors import InputError, UpstreamUnavailable
 
-__all__ = ["DEFAULT_QUERY", "SuccessRateGate"]
-
-# the success rate of the incident's AnalysisTemplate: non-5xx over all requests of a service
-DEFAULT_QUERY = (
-    'sum(rate(http_requests_total{{service="{service}",code!~"5.."}}[{window}]))'
-    ' / sum(rate(http_requests_total{{service="{service}"}}[{window}]))'
-)
+__all__ = ["SuccessRateGate"]
 
 
-def _query(value: str) -> str:
-    if len(value) > 2000:
-        raise InputError("query is longer than 2,000 characters")
+def _template(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", value):
+        raise InputError(f"template {value[:70]!r} is not a template name (lower-case letters, digits, -)")
     return value
 
 
@@ -49,15 +51,16 @@ def _window(value: str) -> str:
 class SuccessRateGate:
     name = "success-rate"
     args: ClassVar[dict[str, Arg]] = {
-        "query": Arg(
-            _query,
-            schema={"type": "string", "maxLength": 2000},
-            description="A PromQL instant query returning one sample in [0, 1] (or give service=)",
+        "template": Arg(
+            _template,
+            default="",
+            schema={"type": "string", "pattern": "^$|^[a-z0-9][a-z0-9-]{0,62}$"},
+            description="The platform's query template (DRIFTGUARD_PROMETHEUS_QUERIES; default success-rate)",
         ),
         "service": Arg(
             _service,
             schema={"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,253}$"},
-            description="The service label of http_requests_total for the default query (or give query=)",
+            description="The template's $service (the built-in: the service label of http_requests_total)",
         ),
         "threshold": Arg(
             _threshold,
@@ -69,21 +72,25 @@ class SuccessRateGate:
             _window,
             default="5m",
             schema={"type": "string", "pattern": "^[1-9][0-9]{0,3}[smhd]$", "default": "5m"},
-            description="The rate() window of the default query",
+            description="The template's $window (the rate() window)",
         ),
     }
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
-        if bool(args.get("query")) == bool(args.get("service")):
-            raise InputError("give exactly one of query= or service=")
         if ctx.prometheus is None:
             raise InputError("the success-rate gate needs DRIFTGUARD_PROMETHEUS_URL on the analysis provider")
-        query = args["query"] or DEFAULT_QUERY.format(service=args["service"], window=args["window"])
+        name = args.get("template") or DEFAULT_TEMPLATE
+        template = ctx.queries.get(name)
+        if template is None:
+            raise InputError(
+                f"unknown template {name!r}; the platform's templates: {', '.join(sorted(ctx.queries))}"
+            )
+        query = template.fill({"service": args.get("service") or "", "window": args["window"]})
         threshold = float(args["threshold"])
         value = ctx.instant(query)
         if value is None or math.isnan(value):
             # observed values that are not finite are strings: the answer stays strict JSON
-            observed = {"value": None if value is None else "NaN", "threshold": threshold, "query": query}
+            observed = {"value": None if value is None else "NaN", "threshold": threshold, "template": name}
             return Verdict(
                 self.name,
                 INCONCLUSIVE,
@@ -92,9 +99,9 @@ class SuccessRateGate:
             )
         if not 0 <= value <= 1:
             raise UpstreamUnavailable(
-                f"Prometheus answered {value:g} for the success-rate query: a success rate lies between 0 and 1"
+                "Prometheus answered a value outside 0..1 for the success-rate query: no success rate"
             )
-        observed = {"value": value, "threshold": threshold, "query": query}
+        observed = {"value": value, "threshold": threshold, "template": name}
         if value < threshold:
             return Verdict(self.name, FAIL, [f"success rate {value:.4f} is below {threshold}"], observed)
         return Verdict(self.name, PASS, [f"success rate {value:.4f} meets {threshold}"], observed)

@@ -33,6 +33,7 @@ def prom() -> Iterator[prometheus.FakePrometheus]:
 def make_app(argo: argo_api.FakeArgo, prom: prometheus.FakePrometheus | None = None, **extra: Any) -> Flask:
     settings = AnalysisSettings(
         token=TOKEN,
+        redact_key=b"redact-key-for-tests-0123456789abcdef",
         prometheus_url=prom.url if prom else "",
         timeout=extra.pop("timeout", 1.0),
         cache_ttl=extra.pop("cache_ttl", 0.0),

@@ -11,7 +11,11 @@ CLI = str(Path(sys.executable).parent / "driftguard-analysis")
 
 
 def test_bad_settings_are_one_line_before_any_gunicorn() -> None:
-    base = {"PATH": os.environ["PATH"], "DRIFTGUARD_ANALYSIS_TOKEN": "analysis-token-0123456789"}
+    base = {
+        "PATH": os.environ["PATH"],
+        "DRIFTGUARD_ANALYSIS_TOKEN": "analysis-token-0123456789",
+        "DRIFTGUARD_REDACT_KEY": "redact-key-for-tests-0123456789abcdef",
+    }
     argocd = {"DRIFTGUARD_ARGOCD_URL": "https://argocd.example.com", "DRIFTGUARD_ARGOCD_TOKEN": "t"}
     for env, setting in (
         ({**base, **argocd, "DRIFTGUARD_ANALYSIS_TOKEN": "short"}, "DRIFTGUARD_ANALYSIS_TOKEN"),

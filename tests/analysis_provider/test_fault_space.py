@@ -168,6 +168,7 @@ def test_every_answer_is_in_time_and_never_a_false_pass(
     app = create_app(
         AnalysisSettings(
             token=TOKEN,
+            redact_key=b"redact-key-for-tests-0123456789abcdef",
             prometheus_url=refused_url() if prom_fault == "down" else prom.url,
             timeout=TIMEOUT,
             cache_ttl=0,

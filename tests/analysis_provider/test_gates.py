@@ -105,15 +105,17 @@ def test_success_rate_default_query_for_a_service(app: Flask, prom: FakePromethe
 )
 def test_success_rate_verdicts(app: Flask, prom: FakePrometheus, value: str | None, verdict: str) -> None:
     prom.value = value
-    body = body_of(get(app, "/v1/gates/success-rate?query=sum(up)&threshold=0.99"))
+    body = body_of(get(app, "/v1/gates/success-rate?service=payment&threshold=0.99"))
     assert body["verdict"] == verdict and body["ok"] is (verdict == "pass")
 
 
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("", "exactly one of query= or service="),
-        ("query=x&service=y", "exactly one of query= or service="),
+        ("", "needs argument(s) service"),
+        ("query=sum(up)&service=y", "unknown argument(s) query"),
+        ("service=a&template=nope", "unknown template 'nope'"),
+        ("service=a&template=A%20B", "not a template name"),
         ("service=a b", "may hold letters"),
         ("service=a&threshold=2", "between 0 and 1"),
         ("service=a&threshold=abc", "not a number"),
@@ -148,6 +150,7 @@ def test_prometheus_down(argo: FakeArgo) -> None:
     down = create_app(
         AnalysisSettings(
             token="t" * 20,
+            redact_key=b"redact-key-for-tests-0123456789abcdef",
             prometheus_url="http://127.0.0.1:9",
             timeout=1,
             argocd=ArgoCDSettings(url=argo.url, token=argo.token),

@@ -31,6 +31,7 @@ def service(tmp_path: Path, argo: FakeArgo, prom: FakePrometheus) -> Iterator[st
         "PATH": os.environ["PATH"],
         "TMPDIR": str(tmp_path),  # the multiprocess metrics folder goes here
         "DRIFTGUARD_ANALYSIS_TOKEN": TOKEN,
+        "DRIFTGUARD_REDACT_KEY": "redact-key-for-tests-0123456789abcdef",
         "DRIFTGUARD_ARGOCD_URL": argo.url,
         "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
         "DRIFTGUARD_PROMETHEUS_URL": prom.url,

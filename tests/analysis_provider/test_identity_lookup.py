@@ -98,6 +98,7 @@ def gate_env(argo: argo_api.FakeArgo, tmp_path: Path, notifier_url: str, **extra
         "PATH": os.environ["PATH"],
         "TMPDIR": str(tmp_path),
         "DRIFTGUARD_ANALYSIS_TOKEN": TOKEN,
+        "DRIFTGUARD_REDACT_KEY": "redact-key-for-tests-0123456789abcdef",
         "DRIFTGUARD_ARGOCD_URL": argo.url,
         "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
         "DRIFTGUARD_ANALYSIS_TIMEOUT": "3",
@@ -305,7 +306,12 @@ def test_no_notifier_fault_changes_the_verdict(
 
 
 def _settings(**kw: Any) -> AnalysisSettings:
-    return AnalysisSettings(token=TOKEN, argocd=ArgoCDSettings(url="http://argocd.example.com"), **kw)
+    return AnalysisSettings(
+        token=TOKEN,
+        redact_key=b"redact-key-for-tests-0123456789abcdef",
+        argocd=ArgoCDSettings(url="http://argocd.example.com"),
+        **kw,
+    )
 
 
 @pytest.mark.parametrize(
@@ -385,6 +391,7 @@ def test_the_token_file_is_read_once_at_construction_and_never_shown(tmp_path: P
     env = AnalysisSettings.from_env(
         {
             "DRIFTGUARD_ANALYSIS_TOKEN": TOKEN,
+            "DRIFTGUARD_REDACT_KEY": "redact-key-for-tests-0123456789abcdef",
             "DRIFTGUARD_ARGOCD_URL": "http://argocd.example.com",
             "DRIFTGUARD_ARGOCD_TOKEN": "argocd-token",
             "DRIFTGUARD_ANALYSIS_NOTIFIER_URL": "http://notifier.example.com",

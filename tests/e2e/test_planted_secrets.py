@@ -191,6 +191,7 @@ def test_planted_secrets_leave_through_no_output(tmp_path: Path) -> None:
             "PATH": os.environ["PATH"],
             "DRIFTGUARD_ARGOCD_URL": argo.url,
             "DRIFTGUARD_ARGOCD_TOKEN": argo.token,
+            "DRIFTGUARD_REDACT_KEY": "redact-key-for-tests-0123456789abcdef",
         }
         notifier_env = {
             **base,
@@ -258,3 +259,10 @@ def test_planted_secrets_leave_through_no_output(tmp_path: Path) -> None:
         if any(form in text for form in forms(value))
     ]
     assert leaks == []
+    # issue 31: one key (DRIFTGUARD_REDACT_KEY) for both services, so the gate's answer masks the
+    # same Secret change exactly as the alerts do (before, each service derived its own from a token)
+    import re
+
+    gate_masks = set(re.findall(r"sha256:([0-9a-f]{8})", outputs["gate"]))
+    alert_masks = set(re.findall(r"sha256:([0-9a-f]{8})", slack + outputs["channel /pagerduty"]))
+    assert gate_masks and gate_masks <= alert_masks, (gate_masks, alert_masks)

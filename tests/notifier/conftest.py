@@ -74,6 +74,7 @@ def make_settings(tmp_path: Path, argo_url: str, database_url: str = "", **extra
     argocd = ArgoCDSettings(url=argo_url, token=argo_api.FakeArgo().token, timeout=2.0, retries=0)
     return NotifierSettings(
         token=TOKEN,
+        redact_key=b"redact-key-for-tests-0123456789abcdef",
         outbox=tmp_path / "outbox.sqlite3",
         database_url=database_url,
         worker=False,
@@ -124,6 +125,7 @@ def service_env(
     env = {
         "PATH": os.environ["PATH"],
         "DRIFTGUARD_NOTIFIER_TOKEN": TOKEN,
+        "DRIFTGUARD_REDACT_KEY": "redact-key-for-tests-0123456789abcdef",
         "DRIFTGUARD_NOTIFIER_CONFIG": str(config),
         "DRIFTGUARD_NOTIFIER_OUTBOX": str(tmp_path / "outbox.sqlite3"),
         "DRIFTGUARD_ARGOCD_URL": argo.url,

@@ -152,9 +152,9 @@ def test_metrics_and_health(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
         assert line in text, line
     assert 'le="+Inf"' in text
     assert client.get("/healthz").get_json() == {"status": "ok"}
-    assert client.get("/readyz").status_code == 200
-    spec = client.get("/openapi.json").get_json()
-    assert "/v1/notifications" in spec["paths"] and spec["openapi"].startswith("3.")
+    assert client.get("/readyz").get_json() == {"status": "ready"}  # a word, no channel names
+    # the spec is behind the read token (issue 31); this app has none configured
+    assert client.get("/openapi.json").status_code == 401
 
 
 def test_retry_after_is_capped_and_never_past_the_dead_letter_window(

@@ -100,7 +100,9 @@ def test_a_bad_question_gets_a_clear_4xx(idapp: Flask, raw: bytes, status: int, 
 
 
 def test_it_is_in_the_openapi_contract_behind_the_read_token(idapp: Flask) -> None:
-    spec = idapp.test_client().get("/openapi.json").get_json()
+    spec = (
+        idapp.test_client().get("/openapi.json", headers={"Authorization": f"Bearer {READ_TOKEN}"}).get_json()
+    )
     op = spec["paths"][PATH]["post"]
     assert op["security"] == [{"read": []}]
     assert {"200", "400", "401", "403", "413", "503"} <= set(op["responses"])

@@ -234,8 +234,16 @@ def test_a_file_from_before_versioning_is_migrated_forward_keeping_its_work(tmp_
 
 def test_the_database_url_is_validated_and_its_password_never_echoed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="must be a postgresql:// URL"):
-        NotifierSettings(token="t" * 20, database_url="mysql://u:pw@h/db")
-    settings = NotifierSettings(token="t" * 20, database_url="postgresql://u:hunter2-secret@h/db")
+        NotifierSettings(
+            token="t" * 20,
+            redact_key=b"redact-key-for-tests-0123456789abcdef",
+            database_url="mysql://u:pw@h/db",
+        )
+    settings = NotifierSettings(
+        token="t" * 20,
+        redact_key=b"redact-key-for-tests-0123456789abcdef",
+        database_url="postgresql://u:hunter2-secret@h/db",
+    )
     assert "hunter2" not in repr(settings)
     with pytest.raises(ConfigError) as info:
         PostgresOutbox("postgresql://u:hunter2-secret@h:notaport/db", connect_wait=0)

@@ -79,7 +79,8 @@ def test_start_up_refuses_without_a_token(tmp_path: Path) -> None:
     argocd = ArgoCDSettings(url="http://127.0.0.1:1", token="t")
     with pytest.raises(ConfigError, match="DRIFTGUARD_NOTIFIER_TOKEN"):
         NotifierSettings(outbox=tmp_path / "o", argocd=argocd)
-    assert NotifierSettings(auth="none", outbox=tmp_path / "o", argocd=argocd).auth == "none"
+    key = b"redact-key-for-tests-0123456789abcdef"
+    assert NotifierSettings(auth="none", outbox=tmp_path / "o", argocd=argocd, redact_key=key).auth == "none"
     with pytest.raises(ConfigError, match="DRIFTGUARD_NOTIFIER_AUTH"):
         NotifierSettings(auth="basic", token=TOKEN, argocd=argocd)
     with pytest.raises(ConfigError, match="DRIFTGUARD_ARGOCD_URL"):

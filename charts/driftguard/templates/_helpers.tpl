@@ -68,3 +68,12 @@ affinity:
 {{- define "driftguard.monitoring" -}}
 {{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1" -}}true{{- end -}}
 {{- end -}}
+
+{{- /* issue 31: the masks' HMAC key, one Secret value for both services (docs/security.md) */ -}}
+{{- define "driftguard.redactEnv" -}}
+- name: DRIFTGUARD_REDACT_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.redaction.existingSecret }}
+      key: {{ .Values.redaction.key }}
+{{- end -}}
