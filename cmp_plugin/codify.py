@@ -400,6 +400,7 @@ def codify(target: Target, changes: list[Change], *, settings: CmpSettings) -> O
                 )
                 continue
             chosen, current, how = found
+            ws.apply(chosen)  # the next change's candidates build on this one's edit
             out.how.append(how)
         if out.refused:
             return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import io
+import itertools
 import json
 import re
 from typing import Any
@@ -101,9 +102,15 @@ def _block(path: Path_, value: Any, indent: int, step: int) -> list[str]:
 
 
 def _step(text: str) -> int:
-    """The file's indentation step (the smallest positive indentation of a key), 2 by default."""
-    widths = [len(m.group(1)) for m in re.finditer(r"^( +)[^\s#-]", text, re.M)]
-    return min(widths) if widths else 2
+    """The file's indentation step: how far the line after a ``key:`` line is indented, 2 by default."""
+    steps = []
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    for prev, line in itertools.pairwise(lines):
+        if prev.rstrip().endswith(":"):
+            step = (len(line) - len(line.lstrip(" "))) - (len(prev) - len(prev.lstrip(" -")))
+            if step > 0:
+                steps.append(step)
+    return min(steps) if steps else 2
 
 
 def _scalar_end(line: str, col: int) -> int:

@@ -180,3 +180,104 @@ def test_bad_input_exits_2(gitops: Path, spec: str) -> None:
     proc = codify(gitops, *PATH_FORM, "--change", spec)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("driftguard: error:")
+
+
+# --- kustomize overlays and plain manifests ------------------------------------------------------
+
+BASE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: deepseek-inference
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: deepseek-inference}
+  template:
+    metadata:
+      labels: {app: deepseek-inference}
+    spec:
+      containers:
+        - name: server
+          image: registry.example.com/ai/deepseek-inference:1.8.2
+          resources:
+            limits:
+              nvidia.com/gpu: "2"
+"""
+
+
+@pytest.fixture
+def overlay(tmp_path: Path) -> Path:
+    root = tmp_path / "gitops"
+    (root / "base").mkdir(parents=True)
+    (root / "base/deployment.yaml").write_text(BASE)
+    (root / "base/kustomization.yaml").write_text("resources:\n  - deployment.yaml\n")
+    (root / "overlays/production").mkdir(parents=True)
+    (root / "overlays/production/kustomization.yaml").write_text(
+        "# production\nnamespace: ai-serving\nresources:\n  - ../../base\n"
+        "images:\n  - name: registry.example.com/ai/deepseek-inference # the model server\n    newTag: 1.8.2\n"
+    )
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_an_image_in_an_overlay_is_its_images_entry(overlay: Path) -> None:
+    kust = overlay / "overlays/production/kustomization.yaml"
+    before = kust.read_text()
+    proc = codify(
+        overlay,
+        "overlays/production",
+        "--change",
+        f"{DEPLOY}:/spec/template/spec/containers/0/image=registry.example.com/ai/deepseek-inference:1.9.0",
+        "--write",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert kust.read_text() == before.replace("newTag: 1.8.2", "newTag: 1.9.0")
+
+
+def test_a_field_in_an_overlay_is_a_json6902_patch(overlay: Path) -> None:
+    gpu = f'{DEPLOY}:/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu="4"'
+    ann = f"{DEPLOY}:/metadata/annotations/example.com~1oncall=alice"
+    proc = codify(overlay, "overlays/production", "--change", gpu, "--change", ann, "--write")
+    assert proc.returncode == 0, proc.stderr
+    patch = yaml.safe_load(
+        (overlay / "overlays/production/codify-deployment-deepseek-inference.yaml").read_text()
+    )
+    assert patch == [
+        {
+            "op": "replace",
+            "path": "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
+            "value": "4",
+        },
+        {"op": "add", "path": "/metadata/annotations", "value": {"example.com/oncall": "alice"}},
+    ]
+    kust = yaml.safe_load((overlay / "overlays/production/kustomization.yaml").read_text())
+    assert kust["patches"] == [
+        {
+            "path": "codify-deployment-deepseek-inference.yaml",
+            "target": {"group": "apps", "kind": "Deployment", "name": "deepseek-inference"},
+        }
+    ]
+    assert (overlay / "base/deployment.yaml").read_text() == BASE  # the shared base is never edited
+
+
+def test_plain_manifests_change_the_line_itself(overlay: Path) -> None:
+    plain = overlay / "inference"
+    plain.mkdir()
+    (plain / "deployment.yaml").write_text(
+        BASE.replace("  name: deepseek-inference\n", "  name: deepseek-inference\n  namespace: ai-serving\n")
+    )
+    before = (plain / "deployment.yaml").read_text()
+    proc = codify(
+        overlay,
+        "inference",
+        "--change",
+        f'{DEPLOY}:/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu="4"',
+        "--change",
+        f"{DEPLOY}:/spec/replicas=5",
+        "--write",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (plain / "deployment.yaml").read_text() == before.replace('gpu: "2"', 'gpu: "4"').replace(
+        "replicas: 3", "replicas: 5"
+    )
