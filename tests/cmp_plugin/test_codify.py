@@ -281,3 +281,76 @@ def test_plain_manifests_change_the_line_itself(overlay: Path) -> None:
     assert (plain / "deployment.yaml").read_text() == before.replace('gpu: "2"', 'gpu: "4"').replace(
         "replicas: 3", "replicas: 5"
     )
+
+
+# --- MANIFEST form and --from-alert --------------------------------------------------------------
+
+APPSET = """\
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: payment
+  namespace: argocd
+spec:
+  generators:
+    - list:
+        elements:
+          - env: staging
+          - env: production
+  template:
+    metadata:
+      name: 'payment-{{env}}'
+    spec:
+      project: default
+      source:
+        repoURL: https://git.example.com/platform/gitops.git
+        targetRevision: main
+        path: charts/payment
+        plugin:
+          name: driftguard
+          parameters:
+            - name: values-files
+              array: ['../../clusters/{{env}}/payment-values.yaml']
+      destination:
+        server: https://kubernetes.default.svc
+        namespace: 'payment-{{env}}'
+"""
+
+
+def test_manifest_form_resolves_the_application(gitops: Path) -> None:
+    proc = codify(gitops, "apps/inference.yaml", "--change", f"{DEPLOY}:/spec/replicas=4")
+    assert proc.returncode == 0, proc.stderr
+    assert "+++ b/clusters/production/inference-values.yaml" in proc.stdout and "+replicas: 4" in proc.stdout
+    proc = codify(gitops, "apps/inference.yaml", "--app", "nope", "--change", f"{DEPLOY}:/spec/replicas=4")
+    assert proc.returncode == 2 and "defines deepseek-inference" in proc.stderr
+
+
+def test_manifest_form_picks_a_generated_application(gitops: Path) -> None:
+    (gitops / "apps/payment-set.yaml").write_text(APPSET)
+    spec = "Deployment/payment-production/payment-production:/spec/replicas=9"
+    proc = codify(gitops, "apps/payment-set.yaml", "--change", spec)
+    assert proc.returncode == 2 and "--app" in proc.stderr  # two Applications: which one?
+    proc = codify(gitops, "apps/payment-set.yaml", "--app", "payment-production", "--change", spec, "--write")
+    assert proc.returncode == 0, proc.stderr
+    assert "replicas: 9" in (gitops / "clusters/production/payment-values.yaml").read_text()
+    assert "replicas: 2" in (gitops / "clusters/staging/payment-values.yaml").read_text()
+
+
+def test_from_alert_reads_the_notifiers_json(gitops: Path) -> None:
+    import json
+
+    from driftguard.report import build_report
+    from standins.argo_api import application
+    from standins.drill import inference_live, managed_item
+
+    app = application("deepseek-inference", resources=[], dest_namespace="ai-serving")
+    report = build_report(app, [managed_item(inference_desired(), inference_live(gpu="4"))])
+    alert = gitops.parent / "alert.json"
+    alert.write_text(json.dumps(report.to_json()))
+    proc = codify(gitops, "apps/inference.yaml", "--from-alert", str(alert))
+    assert proc.returncode == 0, proc.stderr
+    assert '+    nvidia.com/gpu: "4"' in proc.stdout
+    assert "+replicas" not in proc.stdout  # the HPA's replicas are not a human change
+    alert.write_text(json.dumps({"alerting": []}))
+    proc = codify(gitops, "apps/inference.yaml", "--from-alert", str(alert))
+    assert proc.returncode == 2 and "no human change" in proc.stderr
