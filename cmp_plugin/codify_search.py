@@ -93,7 +93,15 @@ def _referenced(path: Path_, refs: list[tuple[int, str]]) -> bool:
 
 
 def helm_candidates(
-    *, old: Any, wanted: Any, tokens: list[str], ancestor: Any, rest: list[str], values: Any, template: str
+    *,
+    old: Any,
+    wanted: Any,
+    tokens: list[str],
+    ancestor: Any,
+    rest: list[str],
+    values: Any,
+    template: str,
+    helpers: str = "",
 ) -> list[Candidate]:
     """Values keys that could make the render hold ``wanted`` at the pointer (``tokens``).
 
@@ -105,6 +113,8 @@ def helm_candidates(
     if rest:
         out += _missing_field(ancestor, rest, wanted, values, refs, template)
     else:
+        if isinstance(old, str) and isinstance(wanted, str):
+            out += _defaulted(old, wanted, values, tokens, template, helpers)
         for path, leaf in values_leaves(values):
             bonus = (3 if _referenced(path, refs) else 0) + (1 if str(path[-1]) == tokens[-1] else 0)
             if isinstance(leaf, dict | list) or isinstance(old, dict | list):
@@ -124,6 +134,62 @@ def helm_candidates(
             seen.add(key)
             unique.append(c)
     return unique[:MAX_CANDIDATES]
+
+
+_SEPARATORS = ":/@=, "
+
+
+def changed_part(old: str, new: str) -> tuple[str, str] | None:
+    """The part of ``old`` that ``new`` replaces, widened to separators (``1.8.2`` in ``repo:1.8.2``)."""
+    p = 0
+    while p < min(len(old), len(new)) and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < min(len(old), len(new)) - p and old[len(old) - 1 - q] == new[len(new) - 1 - q]:
+        q += 1
+    while p > 0 and old[p - 1] not in _SEPARATORS:
+        p -= 1
+    while q > 0 and old[len(old) - q] not in _SEPARATORS:
+        q -= 1
+    mid_old, mid_new = old[p : len(old) - q], new[p : len(new) - q]
+    return (mid_old, mid_new) if mid_new and mid_old != mid_new else None
+
+
+def _defaulted(
+    old: str, wanted: str, values: Any, tokens: list[str], template: str, helpers: str
+) -> list[Candidate]:
+    """A part of the rendered value no values key holds (``tag | default .Chart.AppVersion``):
+    the empty keys read on the field's own line, or in the named templates that line includes."""
+    from cmp_plugin.chart_values import lookup
+
+    part = changed_part(old, wanted)
+    if part is None or not tokens or tokens[-1].isdigit():
+        return []
+    near: list[str] = []
+    included: list[str] = []
+    key_line = re.compile(r"^\s*-?\s*" + re.escape(tokens[-1]) + r"\s*:(.*)$")
+    for line in template.splitlines():
+        m = key_line.match(line)
+        if m:
+            near += [r for _, r in template_refs(line)]
+            for name in re.findall(r"(?:include|template)\s+\"([^\"]+)\"", m.group(1)):
+                included += [r for _, r in template_refs(define_block(helpers, name))]
+    out = []
+    for score, group in ((9, near), (8, included)):
+        for ref in group:
+            found, node = lookup(values, ref)
+            if not found or node in (None, ""):
+                why = f"is read on the field's line and empty ({part[0]!r} is the template's default)"
+                out.append(Candidate(ref.split("."), part[1], score, why))
+    return out
+
+
+def define_block(helpers: str, name: str) -> str:
+    """The text of ``{{ define "name" }} ... {{ end }}`` (up to the next define), or ""."""
+    m = re.search(
+        r"\{\{-?\s*define\s+\"" + re.escape(name) + r"\"\s*-?\}\}(.*?)(?=\{\{-?\s*define\s|\Z)", helpers, re.S
+    )
+    return m.group(1) if m else ""
 
 
 def _part_of(path: Path_, leaf: str, old: str, wanted: str, bonus: int, raw: Any) -> list[Candidate]:

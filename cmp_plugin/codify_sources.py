@@ -102,6 +102,7 @@ def _helm(
         rest=rest,
         values=merged,
         template=template,
+        helpers=_helpers(ws.app_dir),
     )
     if not found:
         if old is not MISSING:
@@ -131,6 +132,15 @@ def _helm(
         yield Edit(
             [(rel, path, value, 0)], f"set `{'.'.join(map(str, path))}` in {rel} ({dotted} {cand.why})"
         )
+
+
+def _helpers(app_dir: Path) -> str:
+    """The chart's named templates (``templates/_*.tpl``): where image and name helpers live."""
+    texts = []
+    for path in sorted((app_dir / "templates").glob("_*.tpl"))[:20]:
+        if path.is_file() and not path.is_symlink():
+            texts.append(path.read_text(errors="replace"))
+    return "\n".join(texts)
 
 
 def _values_target(
