@@ -136,13 +136,22 @@ def edit_yaml(text: str, path: Path_, value: Any, *, doc_index: int = 0, origin:
     expected = list(plain)
     expected[doc_index] = set_in(plain[doc_index], path, value)
     new = _surgery(text, docs[doc_index], path, value)
-    if new is None or _safe_all(new) != expected:
+    if new is None or _loads_all(new) != expected:
         new = _redump(docs, doc_index, path, value)
-    if _safe_all(new) != expected:
+    if _loads_all(new) != expected:
         raise InputError(
             f"{origin}: could not set {'.'.join(map(str, path))} without changing more; edit it by hand"
         )
     return new
+
+
+def _loads_all(text: str) -> Any:
+    import yaml
+
+    try:
+        return _safe_all(text)
+    except yaml.YAMLError:
+        return None
 
 
 def _safe_all(text: str) -> list[Any]:
@@ -165,7 +174,9 @@ def _surgery(text: str, root: Any, path: Path_, value: Any) -> str | None:
             child = container[seg]
             if last and not isinstance(child, dict | list) and not isinstance(value, dict | list):
                 row, col = container.lc.value(seg)
-                return _replace_at(lines, row, col, value, key_row=container.lc.key(seg)[0])
+                return _replace_at(
+                    lines, row, col, value, key_row=container.lc.key(seg)[0], flow=_flow(container)
+                )
             if last or not isinstance(child, dict | list):
                 if child is None or (isinstance(child, dict | list) and not child):
                     return _fill_empty(lines, container, seg, path[i + 1 :], value)
@@ -176,7 +187,7 @@ def _surgery(text: str, root: Any, path: Path_, value: Any) -> str | None:
             child = container[seg]
             if last and not isinstance(child, dict | list) and not isinstance(value, dict | list):
                 row, col = container.lc.item(seg)
-                return _replace_at(lines, row, col, value, key_row=row)
+                return _replace_at(lines, row, col, value, key_row=row, flow=_flow(container))
             if last or not isinstance(child, dict | list):
                 return None
             node = child
@@ -187,7 +198,14 @@ def _surgery(text: str, root: Any, path: Path_, value: Any) -> str | None:
     return None
 
 
-def _replace_at(lines: list[str], row: int, col: int, value: Any, *, key_row: int) -> str | None:
+def _flow(node: Any) -> bool:
+    fa = getattr(node, "fa", None)
+    return bool(fa is not None and fa.flow_style())
+
+
+def _replace_at(
+    lines: list[str], row: int, col: int, value: Any, *, key_row: int, flow: bool = False
+) -> str | None:
     if row != key_row and row >= len(lines):
         return None
     line = lines[row].rstrip("\n")
@@ -195,6 +213,11 @@ def _replace_at(lines: list[str], row: int, col: int, value: Any, *, key_row: in
     if col >= len(line) or line[col] in "|>{[&*!":
         return None  # a block scalar, flow collection, anchor or tag: left to the full re-dump
     end = _scalar_end(line, col)
+    if flow and line[col] not in "'\"":  # a plain scalar in [a, b] / {k: v} ends at , ] }
+        ends = [i for i in (line.find(c, col) for c in ",]}") if i >= 0]
+        end = min([end, *ends])
+        while end > col and line[end - 1] == " ":
+            end -= 1
     lines[row] = line[:col] + scalar_text(value, line[col:end]) + line[end:] + nl
     return "".join(lines)
 

@@ -111,7 +111,7 @@ def helm_candidates(
     refs = template_refs(template)
     out: list[Candidate] = []
     if rest:
-        out += _missing_field(ancestor, rest, wanted, values, refs, template)
+        out += _missing_field(ancestor, rest, wanted, values, refs, template, tokens)
     else:
         if isinstance(old, str) and isinstance(wanted, str):
             out += _defaulted(old, wanted, values, tokens, template, helpers)
@@ -210,7 +210,13 @@ def _part_of(path: Path_, leaf: str, old: str, wanted: str, bonus: int, raw: Any
 
 
 def _missing_field(
-    ancestor: Any, rest: list[str], wanted: Any, values: Any, refs: list[tuple[int, str]], template: str
+    ancestor: Any,
+    rest: list[str],
+    wanted: Any,
+    values: Any,
+    refs: list[tuple[int, str]],
+    template: str,
+    tokens: list[str],
 ) -> list[Candidate]:
     """A field the render lacks: under a values map rendered whole at its parent, or the map the
     template writes (``with``/``toYaml``) next to the line of one of the missing keys."""
@@ -225,7 +231,11 @@ def _missing_field(
                     Candidate([*path, *rest], wanted, 12 + bonus, "is rendered whole at the field's parent")
                 )
     lines = template.splitlines()
-    for j, seg in enumerate(rest):
+    # the missing keys, and the rendered parent's own key (``annotations:`` that holds a checksum)
+    head = tokens[len(tokens) - len(rest) - 1 : len(tokens) - len(rest)] if len(tokens) > len(rest) else []
+    for j, seg in enumerate([*head, *rest], start=-len(head)):
+        if seg.isdigit():
+            continue
         key_line = re.compile(r"^\s*" + re.escape(seg) + r"\s*:")
         for n, line in enumerate(lines, 1):
             if not key_line.match(line):

@@ -56,7 +56,11 @@ def trial(src: Path, chart: str, scratch: Path, settings: CmpSettings) -> list[t
     ci = sorted((src / "ci").glob("*.yaml")) if (src / "ci").is_dir() else []
     (root / "envs").mkdir()
     (root / "envs" / f"{chart}.yaml").write_text(ci[0].read_text() if ci else "{}\n")
+    # committed, as a GitOps repository holds its vendored charts (even where a .gitignore matches)
+    git = ["git", "-C", str(root), "-c", "user.name=codify", "-c", "user.email=codify@example.com"]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "add", "-A", "-f"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "corpus"], check=True)
     params, explicit = parse_parameters({}, {"values-files": [f"../../envs/{chart}.yaml"]})
     env = AppEnv(app_name=chart, app_namespace="apps", params=params, explicit=explicit)
     target = Target((root / "charts" / chart).resolve(), root.resolve(), env)
@@ -101,13 +105,14 @@ def main(argv: list[str]) -> int:
             try:
                 rows = trial(base / chart, chart, Path(tmp), settings)
             except Exception as exc:  # noqa: BLE001 - a crash is reported with the chart's name
-                print(f"  CRASH {type(exc).__name__}: {exc}")
-                return 2
+                print(f"  CRASH     {type(exc).__name__}: {str(exc)[:300]}")
+                tally["CRASH"] = tally.get("CRASH", 0) + 1
+                continue
             for label, verdict, detail in rows:
                 tally[verdict] = tally.get(verdict, 0) + 1
                 print(f"  {verdict:9} {label}: {detail}")
     print("tally: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
-    return 0
+    return 2 if "CRASH" in tally else 0
 
 
 if __name__ == "__main__":
