@@ -38,7 +38,7 @@ def fields(obj: dict[str, Any]) -> list[tuple[str, str, Any]]:
     replicas = spec.get("replicas")
     out.append(("replicas", "/spec/replicas", replicas + 1 if isinstance(replicas, int) else None))
     image = str(container.get("image") or "")
-    name, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
+    name, _, _tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
     out.append(("image tag", f"{c0}/image", None if "@" in image or not image else f"{name or image}:9.9.9-codify"))
     out.append(("memory limit", f"{c0}/resources/limits/memory", "999Mi"))
     env = [(i, e) for i, e in enumerate(container.get("env") or []) if isinstance(e.get("value"), str)]
@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
             print(f"== {chart}")
             try:
                 rows = trial(base / chart, chart, Path(tmp), settings)
-            except Exception as exc:  # noqa: BLE001 - a crash is reported with the chart's name
+            except Exception as exc:
                 print(f"  CRASH     {type(exc).__name__}: {str(exc)[:300]}")
                 tally["CRASH"] = tally.get("CRASH", 0) + 1
                 continue
