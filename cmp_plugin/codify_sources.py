@@ -94,16 +94,20 @@ def _helm(
     merged = merge_values(merged, inline_doc or {})
     old, ancestor, rest = _split_missing(obj, parts)
     tpl_rel, template = template_of(before.sources.get(key, ""), ws.app_dir)
-    found = helm_candidates(
-        old=None if old is MISSING else old,
-        wanted=wanted,
-        tokens=parts,
-        ancestor=ancestor,
-        rest=rest,
-        values=merged,
-        template=template,
-        helpers=_helpers(ws.app_dir),
-    )
+    prefix, chart_dir, view = _subchart(ws.app_dir, tpl_rel, merged)
+    found = [
+        c._replace(path=[*prefix, *c.path])
+        for c in helm_candidates(
+            old=None if old is MISSING else old,
+            wanted=wanted,
+            tokens=parts,
+            ancestor=ancestor,
+            rest=rest,
+            values=view,
+            template=template,
+            helpers=_helpers(chart_dir),
+        )
+    ]
     if not found:
         if old is not MISSING:
             line = literal_line(template, parts, old)
@@ -132,6 +136,45 @@ def _helm(
         yield Edit(
             [(rel, path, value, 0)], f"set `{'.'.join(map(str, path))}` in {rel} ({dotted} {cand.why})"
         )
+
+
+def _subchart(app_dir: Path, tpl_rel: str, merged: Any) -> tuple[list[str], Path, Any]:
+    """For a template of a vendored subchart (``charts/a/charts/b/templates/x.yaml``): its values
+    prefix in the parent's values (``a.b``, or the dependency's alias), its directory, and the
+    values it sees (its own defaults under what the parents set for it)."""
+    from cmp_plugin.chart_values import load_values, merge_values
+
+    parts = Path(tpl_rel).parts
+    prefix: list[str] = []
+    chart_dir = app_dir
+    view = merged
+    i = 0
+    while i + 2 < len(parts) and parts[i] == "charts":
+        name = parts[i + 1]
+        alias = _alias(chart_dir, name)
+        chart_dir = chart_dir / "charts" / name
+        prefix.append(alias)
+        own: Any = {}
+        if (chart_dir / "values.yaml").is_file():
+            own = load_values((chart_dir / "values.yaml").read_text(), str(chart_dir / "values.yaml")) or {}
+        given = view.get(alias) if isinstance(view, dict) else None
+        view = merge_values(own, given if isinstance(given, dict) else {})
+        i += 2
+    return prefix, chart_dir, view
+
+
+def _alias(chart_dir: Path, name: str) -> str:
+    """The values key of the vendored dependency ``name``: its alias in Chart.yaml, else its name."""
+    from driftguard.manifests import safe_load
+
+    try:
+        meta = safe_load((chart_dir / "Chart.yaml").read_text())
+    except Exception:  # no readable Chart.yaml: the directory is the name
+        return name
+    for dep in (meta or {}).get("dependencies") or [] if isinstance(meta, dict) else []:
+        if isinstance(dep, dict) and dep.get("name") == name and dep.get("alias"):
+            return str(dep["alias"])
+    return name
 
 
 def _helpers(app_dir: Path) -> str:
