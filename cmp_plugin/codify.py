@@ -170,7 +170,9 @@ def _from_manifest(manifest: Path, app: str, *, allow_chart: bool) -> Target:
     root = pipeline.find_repo_root(manifest.parent, "")
     rel = str(manifest.resolve().relative_to(root))
     settings = CmpSettings.from_env()
-    urls = frozenset(envdiff.normalize_url(u) for u in envdiff._remotes(root))
+    from cmp_plugin.appset.git import normalize_url
+
+    urls = frozenset(normalize_url(u) for u in envdiff._remotes(root))
     inv = envdiff._inventory([rel], root, urls, envdiff.DiffOptions(), settings)
     if inv.errors:
         raise InputError("; ".join(inv.errors))

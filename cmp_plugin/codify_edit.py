@@ -169,13 +169,13 @@ def _surgery(text: str, root: Any, path: Path_, value: Any) -> str | None:
     node = root
     for i, seg in enumerate(path):
         last = i == len(path) - 1
-        container = node
+        container: Any = node  # ruamel's CommentedMap/CommentedSeq: .lc holds the positions
         if isinstance(container, dict) and seg in container:
             child = container[seg]
             if last and not isinstance(child, dict | list) and not isinstance(value, dict | list):
-                row, col = container.lc.value(seg)
+                row, col = _lc(container).value(seg)
                 return _replace_at(
-                    lines, row, col, value, key_row=container.lc.key(seg)[0], flow=_flow(container)
+                    lines, row, col, value, key_row=_lc(container).key(seg)[0], flow=_flow(container)
                 )
             if last or not isinstance(child, dict | list):
                 if child is None or (isinstance(child, dict | list) and not child):
@@ -186,7 +186,7 @@ def _surgery(text: str, root: Any, path: Path_, value: Any) -> str | None:
         if isinstance(container, list) and isinstance(seg, int) and seg < len(container):
             child = container[seg]
             if last and not isinstance(child, dict | list) and not isinstance(value, dict | list):
-                row, col = container.lc.item(seg)
+                row, col = _lc(container).item(seg)
                 return _replace_at(lines, row, col, value, key_row=row, flow=_flow(container))
             if last or not isinstance(child, dict | list):
                 return None
@@ -196,6 +196,11 @@ def _surgery(text: str, root: Any, path: Path_, value: Any) -> str | None:
             return _insert_under(lines, text, container, path[i:], value)
         return None
     return None
+
+
+def _lc(node: Any) -> Any:
+    """ruamel's line/column record of a loaded mapping or sequence."""
+    return node.lc
 
 
 def _flow(node: Any) -> bool:

@@ -180,7 +180,7 @@ def _defaulted(
             found, node = lookup(values, ref)
             if not found or node in (None, ""):
                 why = f"is read on the field's line and empty ({part[0]!r} is the template's default)"
-                out.append(Candidate(ref.split("."), part[1], score, why))
+                out.append(Candidate(list[str | int](ref.split(".")), part[1], score, why))
     return out
 
 
@@ -246,11 +246,11 @@ def _missing_field(
                 found, node = lookup(values, ref)
                 if found and node not in (None, "") and not isinstance(node, dict):
                     continue
-                path: Path_ = [*ref.split("."), *rest[j + 1 :]]
-                if len(path) > len(ref.split(".")):
+                under: Path_ = [*ref.split("."), *rest[j + 1 :]]
+                if len(under) > len(ref.split(".")):
                     out.append(
                         Candidate(
-                            path, wanted, 8 - abs(ln - n), f"is written at `{seg}:` (template line {n})"
+                            under, wanted, 8 - abs(ln - n), f"is written at `{seg}:` (template line {n})"
                         )
                     )
     return out

@@ -245,7 +245,9 @@ def _image_entry(krel: Path, kdoc: dict[str, Any], old: str, wanted: str) -> Edi
         if isinstance(entry, dict) and mo.group("name") in (entry.get("name"), entry.get("newName")):
             if mn.group("name") != mo.group("name"):
                 fields["newName"] = mn.group("name")
-            edits = [(krel, ["images", i, k], v, 0) for k, v in fields.items()]
+            edits: list[tuple[Path, Path_ | None, Any, int]] = [
+                (krel, ["images", i, k], v, 0) for k, v in fields.items()
+            ]
             return Edit(edits, f"set the images: entry {entry.get('name')} in {krel}")
     if mn.group("name") != mo.group("name"):
         fields["newName"] = mn.group("name")
@@ -304,9 +306,8 @@ def _patch(
     patches = kdoc.get("patches") if isinstance(kdoc.get("patches"), list) else None
     listed = any(isinstance(p, dict) and p.get("path") == name for p in patches or [])
     if not listed:
-        entry = {"path": name, "target": {"kind": key.kind, "name": key.name}}
-        if key.group:
-            entry["target"] = {"group": key.group, **entry["target"]}
+        target = {"group": key.group} if key.group else {}
+        entry: dict[str, Any] = {"path": name, "target": {**target, "kind": key.kind, "name": key.name}}
         path: Path_ = ["patches", len(patches)] if patches is not None else ["patches"]
         edits.append((krel, path, entry if patches is not None else [entry], 0))
     return Edit(edits, f"add the JSON 6902 patch {prel} to the overlay's {krel.name}")
