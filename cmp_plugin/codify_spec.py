@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from driftguard.codify_line import change_spec
 from driftguard.diff import unescape
 from driftguard.errors import InputError
 from driftguard.redact import MASK
@@ -33,8 +34,7 @@ class Change(NamedTuple):
 
 def spec_of(change: Change) -> str:
     """The SPEC text of a change (VALUE as compact JSON, which is a YAML flow value)."""
-    value = json.dumps(change.value, ensure_ascii=False, separators=(",", ":"))
-    return f"{change.kind}/{change.namespace}/{change.name}:{change.pointer}={value}"
+    return change_spec(*change)
 
 
 def tokens(pointer: str) -> list[str]:
