@@ -101,6 +101,12 @@ def run(args: argparse.Namespace) -> int:
         changes += from_alert(args.from_alert)
     if not changes:
         raise InputError("codify needs at least one --change SPEC or --from-alert FILE")
+    asked: dict[tuple[str, str, str, str], Any] = {}
+    for c in changes:
+        where = (c.kind, c.namespace, c.name, c.pointer)
+        if where in asked and asked[where] != c.value:
+            raise InputError(f"{c.kind}/{c.namespace}/{c.name}:{c.pointer} is asked for two different values")
+        asked[where] = c.value
     target = resolve(args)
     outcome = codify(target, changes, settings=CmpSettings.from_env())
     if outcome.refused:

@@ -354,3 +354,22 @@ def test_from_alert_reads_the_notifiers_json(gitops: Path) -> None:
     alert.write_text(json.dumps({"alerting": []}))
     proc = codify(gitops, "apps/inference.yaml", "--from-alert", str(alert))
     assert proc.returncode == 2 and "no human change" in proc.stderr
+
+
+def test_two_values_for_one_field_is_bad_input(gitops: Path) -> None:
+    proc = codify(
+        gitops, *PATH_FORM, "--change", f"{DEPLOY}:/spec/replicas=4", "--change", f"{DEPLOY}:/spec/replicas=5"
+    )
+    assert proc.returncode == 2 and "two different values" in proc.stderr
+
+
+def test_values_files_outside_the_checkout_are_refused(gitops: Path) -> None:
+    proc = codify(
+        gitops,
+        "charts/inference",
+        "--values-file",
+        "../../../../etc/passwd",
+        "--change",
+        f"{DEPLOY}:/spec/replicas=4",
+    )
+    assert proc.returncode == 2 and "outside the repository checkout" in proc.stderr
