@@ -167,13 +167,16 @@ def _defaulted(
         return []
     near: list[str] = []
     included: list[str] = []
+    included_text = ""
     key_line = re.compile(r"^\s*-?\s*" + re.escape(tokens[-1]) + r"\s*:(.*)$")
     for line in template.splitlines():
         m = key_line.match(line)
         if m:
             near += [r for _, r in template_refs(line)]
             for name in re.findall(r"(?:include|template)\s+\"([^\"]+)\"", m.group(1)):
-                included += [r for _, r in template_refs(define_block(helpers, name))]
+                block = define_block(helpers, name)
+                included_text += block
+                included += [r for _, r in template_refs(block)]
     out = []
     for score, group in ((9, near), (8, included)):
         for ref in group:
@@ -181,6 +184,13 @@ def _defaulted(
             if not found or node in (None, ""):
                 why = f"is read on the field's line and empty ({part[0]!r} is the template's default)"
                 out.append(Candidate(list[str | int](ref.split(".")), part[1], score, why))
+            elif isinstance(node, dict) and score == 9:
+                # a values map handed to a named template (`tuple .Values.image ...`): the fields
+                # that template reads from its arguments and the map leaves empty
+                for child in sorted(set(re.findall(r"\$\w+\.(\w+)", included_text)) - {"Values"}):
+                    if node.get(child) in (None, ""):
+                        why = f"is read by the named template the field's line calls, and empty ({part[0]!r} is its default)"
+                        out.append(Candidate([*ref.split("."), child], part[1], 7, why))
     return out
 
 
