@@ -64,3 +64,9 @@ def test_the_pr_carries_the_edit_and_the_proof() -> None:
     script = pr["with"]["script"]
     assert "pulls.create" in script and "process.env.EDIT" in script and "process.env.PROOF" in script
     assert "65,536" in script
+
+
+def test_the_codify_step_is_valid_python() -> None:
+    [codify] = [s for s in steps() if s.get("id") == "codify"]
+    code = codify["run"].split("<<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+    compile(code, "driftguard-codify.yaml", "exec")
