@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     img.add_argument("spec", metavar="NAME=IMAGE:TAG", help="also NAME=IMAGE@DIGEST, NAME:TAG, NAME@DIGEST")
     img.add_argument("--path", type=Path, required=True, help="the kustomization's directory")
     img.set_defaults(func=cmd_set_image)
+    from cmp_plugin.codify import add_arguments as codify_arguments
+
+    codify_arguments(sub.add_parser("codify", help="turn a live change into the Git edit that reproduces it"))
     hook = sub.add_parser(
         "hook", help="pre-commit hooks: stray | gitignore | render (see .pre-commit-hooks.yaml)"
     )

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from driftguard.cause import Cause, cause_from_application
+from driftguard.codify_line import codify_args
 from driftguard.drift import (
     ALERTING,
     CLASSES,
@@ -45,6 +47,8 @@ class AppInfo:
     sync_status: str = ""
     health_status: str = ""
     operation_phase: str = ""
+    codify: str = ""
+    """codify's PATH-form arguments for this Application, shell-quoted (driftguard/codify_line.py)."""
 
     @classmethod
     def from_application(cls, app: Mapping[str, Any]) -> AppInfo:
@@ -63,6 +67,7 @@ class AppInfo:
             sync_status=str(sync.get("status") or ""),
             health_status=str((status.get("health") or {}).get("status") or ""),
             operation_phase=str((status.get("operationState") or {}).get("phase") or ""),
+            codify=shlex.join(codify_args(app)),
         )
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -214,6 +215,8 @@ def digest(
                     "when": _when((actor or {}).get("time"), tz, now),
                     # the actor line in the channel's locale and zone (driftguard/identity.py who)
                     "who": _who(actor, tz, now, locale),
+                    # the exact command that keeps a human change in Git (docs/codify.md), never cut
+                    "codify": _codify(v["app"], res, c) if cls == HUMAN else "",
                     "_t": (actor or {}).get("time") or "",
                     "_res": res,
                 }
@@ -360,3 +363,14 @@ def _todo(key: str, classes: set[str]) -> bool:
 def _where(res: dict[str, Any]) -> str:
     ns = res.get("namespace") or ""
     return short(f"{ns}/{res['name']}" if ns else str(res["name"]), NAME_CHARS)
+
+
+def _codify(app: dict[str, Any], res: dict[str, Any], c: dict[str, Any]) -> str:
+    """``driftguard-cmp codify ... --change SPEC`` for a human change; "" for a masked value."""
+    from driftguard.codify_line import change_spec, codify_command
+    from driftguard.redact import MASK
+
+    if not app.get("codify") or (isinstance(c["new"], str) and c["new"].startswith(MASK)):
+        return ""
+    spec = change_spec(res["kind"], res["namespace"], res["name"], c["path"], c["new"])
+    return codify_command(shlex.split(app["codify"]), spec)

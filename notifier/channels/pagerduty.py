@@ -155,6 +155,7 @@ class PagerDutyChannel:
                         "field_manager": item["manager"],
                         "actor": {"user": item["user"], "matched": item["matched"], "source": item["source"]},
                         "at": f"{item['when']['at']} {item['when']['zone']}" if item["when"] else "",
+                        "codify": item["codify"],
                     }
                 )
         todo = [
