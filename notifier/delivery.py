@@ -338,7 +338,13 @@ class Worker:
         if alerting:
             fingerprint = report.fingerprint()
             targets = self.config.targets(report, {c.cls for c in alerting})
-            repeats = self.outbox.sent_recently(app_key, list(targets), fingerprint, self.dedup_window)
+            # once per episode and drift, not per time window (issue 30): a standing drift is not
+            # re-sent at every re-check; DRIFTGUARD_NOTIFIER_DEDUP_WINDOW=0 turns this off
+            repeats = (
+                self.outbox.sent_in_episode(app_key, list(targets), fingerprint)
+                if self.dedup_window
+                else self.outbox.sent_recently(app_key, list(targets), fingerprint, 0.0)
+            )
             for channel, severity in targets.items():
                 if channel in repeats:
                     self.metrics.deduplicated(channel)

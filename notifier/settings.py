@@ -39,7 +39,9 @@ class NotifierSettings:
     max_body_bytes: int = 1024 * 1024
     """Largest notification body accepted (DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES)."""
     dedup_window: float = 600.0
-    """Seconds within which the same drift is not alerted twice (DRIFTGUARD_NOTIFIER_DEDUP_WINDOW)."""
+    """Seconds a resolve is queued once per app, and how long a closed episode's dedup memory is
+    kept (DRIFTGUARD_NOTIFIER_DEDUP_WINDOW). A drift is alerted once per episode whatever the time;
+    0 turns that dedup off (load tests)."""
     dead_letter_after: float = 86400.0
     """A message still undelivered after this many seconds is dead-lettered (DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER)."""
     recheck_interval: float = 60.0

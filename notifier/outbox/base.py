@@ -502,6 +502,25 @@ class Outbox(ABC):
         ).fetchall()
         return {str(r["channel"]) for r in rows}
 
+    def sent_in_episode(self, app: str, channels: list[str], fingerprint: str) -> set[str]:
+        """Those of ``channels`` already told (or about to be told) of this drift in the app's open episode.
+
+        No time limit: a standing drift is alerted once per episode (its ``sent`` rows live until
+        ``close_incident``), a different fingerprint is new drift and alerts, and once the episode
+        closed the same drift is a new one.
+        """
+        if not channels:
+            return set()
+        marks = ",".join("?" * len(channels))
+        rows = self._x(
+            self._conn(),
+            f"SELECT channel FROM sent WHERE app=? AND fingerprint=? AND channel IN ({marks}) "  # noqa: S608 - placeholders only
+            "UNION SELECT channel FROM messages WHERE app=? AND fingerprint=? AND kind='alert' AND state='pending'"
+            f" AND channel IN ({marks})",
+            (app, fingerprint, *channels, app, fingerprint, *channels),
+        ).fetchall()
+        return {str(r["channel"]) for r in rows}
+
     def open_incident(self, app: str, *, name: str, namespace: str, fingerprint: str) -> None:
         now = time.time()
         with self._tx() as db:
@@ -606,7 +625,12 @@ class Outbox(ABC):
                 db, "DELETE FROM notifications WHERE state IN ('done','dead') AND received_at<?", (old,)
             ).rowcount
             self._x(db, "DELETE FROM intake WHERE received_at<?", (now - windows,))
-            self._x(db, "DELETE FROM sent WHERE sent_at<?", (now - windows,))
+            # an open episode's dedup memory stays as long as the episode (close_incident drops it)
+            self._x(
+                db,
+                "DELETE FROM sent WHERE sent_at<? AND app NOT IN (SELECT app FROM incidents)",
+                (now - windows,),
+            )
             self._x(db, "DELETE FROM resolves WHERE queued_at<?", (now - windows,))
             # the identity prune's own lock too: never two replicas deleting the same rows at once
             if self.identity_retention > 0 and self._singleton(db, LOCK_IDENTITY):
