@@ -32,7 +32,7 @@ from notifier.channels._fit import MAX_ITEMS, items, largest, left_out
 from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.digest import digest, trim_notice
+from notifier.digest import digest, localize_notice, trim_notice
 from notifier.escape import escaped, feishu_md
 from notifier.render import Templates, fallback_text
 
@@ -85,7 +85,7 @@ class FeishuChannel:
             text = feishu_md(fallback_text(view, self.locale))
             return _card(title, "error", [_md(text)], view.get("link") or "", "")
         if kind == NOTICE:
-            view = trim_notice(view)
+            view = localize_notice(trim_notice(view), self.tz, self.locale)
             e = escaped(view, feishu_md)
             body = self._t("notice_body", e)
             title = _line(self._t("notice_title", view))

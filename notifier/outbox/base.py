@@ -89,6 +89,15 @@ MIGRATIONS: list[list[str]] = [
         # at most one open episode per app: two replicas opening one at once store it once
         "CREATE UNIQUE INDEX IF NOT EXISTS drift_journal_open ON drift_journal(app) WHERE healed_at IS NULL",
     ],
+    # 4: the admission witness (issue 30): the masked field diff of a person's write to an object
+    # Argo CD tracks, for the drift self-heal reverts before the notifier reads (notifier/witness.py)
+    [
+        "CREATE TABLE IF NOT EXISTS admission_changes (event_id TEXT PRIMARY KEY, at REAL NOT NULL,"
+        " api_group TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
+        ' uid TEXT NOT NULL, "user" TEXT NOT NULL, field_manager TEXT NOT NULL, changes TEXT NOT NULL)',
+        "CREATE INDEX IF NOT EXISTS admission_changes_by_name ON admission_changes(namespace, name, at)",
+        "CREATE INDEX IF NOT EXISTS admission_changes_by_at ON admission_changes(at)",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code writes; a store at a higher one was migrated by a newer notifier."""
@@ -635,6 +644,7 @@ class Outbox(ABC):
             # the identity prune's own lock too: never two replicas deleting the same rows at once
             if self.identity_retention > 0 and self._singleton(db, LOCK_IDENTITY):
                 self._x(db, "DELETE FROM identity_events WHERE at<?", (now - self.identity_retention,))
+                self._x(db, "DELETE FROM admission_changes WHERE at<?", (now - self.identity_retention,))
         return {"dead": int(dead), "removed": int(removed)}
 
     # --- for operators and tests ---------------------------------------------------------------------
