@@ -98,7 +98,9 @@ def reverted(
     hinted = _dig(body, "app", "status")
     if not isinstance(hinted, Mapping) or _dig(hinted, "sync", "status") != "OutOfSync":
         return None
-    still = {r.key for r in report.resources}  # any change left, alerting or not: not reverted
+    # a resource the read still shows a person's change, a missing object or a prune on is not reverted;
+    # what the engine does not alert on (an HPA's replicas, defaults, ignored fields) stays either way
+    still = {r.key for r in report.resources if r.alerting}
     named = [
         _key(r)
         for r in _items(hinted.get("resources"))
@@ -145,7 +147,13 @@ def reverted(
     if not resources and not (newer and same_revision and by):
         return None  # no evidence of a revert: a deploy of new Git, or a read that raced the other way
     if not resources:
-        applied = {_key(r) for r in _items(_dig(live_op, "syncResult", "resources"))}
+        # re-applied by that operation: gitops-engine reports kubectl's "<kind>/<name> configured"
+        # (pkg/sync/sync_context.go); an "unchanged" resource was not what the operation put back
+        applied = {
+            _key(r)
+            for r in _items(_dig(live_op, "syncResult", "resources"))
+            if "unchanged" not in str(r.get("message") or "") and r.get("status") in (None, "Synced")
+        }
         gone = [k for k in gone if k in applied]
         if not gone:
             return None
