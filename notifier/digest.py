@@ -383,9 +383,26 @@ def trim_notice(v: dict[str, Any]) -> dict[str, Any]:
         lines.append(f"… +{len(v['lines']) - NOTICE_LINES}")
     return {
         **v,
-        "message": short(v.get("message") or "", NOTICE_MESSAGE) if v.get("message") else "",
+        "message": _lines(v.get("message") or "", NOTICE_MESSAGE) if v.get("message") else "",
         "lines": lines,
     }
+
+
+def _lines(text: str, limit: int) -> str:
+    """Argo CD's message bounded, its line breaks kept (a refusal is several lines; channels that have
+    line breaks show them): each line one line, at most ``limit`` characters in all."""
+    out: list[str] = []
+    used = 0
+    for raw in str(text).splitlines():
+        line = short(raw, limit)
+        if not line.strip():
+            continue
+        if used + len(line) > limit:
+            out.append("…")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
 
 
 def localize_notice(v: dict[str, Any], tz: ZoneInfo, locale: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
 from notifier.digest import digest, localize_notice, trim_notice
-from notifier.escape import escaped, feishu_md
+from notifier.escape import by_line, escaped, feishu_md
 from notifier.render import Templates, fallback_text
 
 __all__ = ["FeishuChannel", "sign"]
@@ -87,6 +87,8 @@ class FeishuChannel:
         if kind == NOTICE:
             view = localize_notice(trim_notice(view), self.tz, self.locale)
             e = escaped(view, feishu_md)
+            if view.get("message"):  # its lines kept, each escaped
+                e["message"] = by_line(view["message"], feishu_md)
             body = self._t("notice_body", e)
             title = _line(self._t("notice_title", view))
             card = _card(title, view["severity"], [_md(body)], view.get("link") or "", self._t("button", e))

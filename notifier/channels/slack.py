@@ -23,7 +23,7 @@ from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
 from notifier.digest import digest, localize_notice, trim_notice
-from notifier.escape import escaped, slack_code, slack_text
+from notifier.escape import by_line, escaped, slack_code, slack_text
 from notifier.render import Templates, fallback_text
 
 __all__ = ["SlackChannel"]
@@ -113,7 +113,10 @@ class SlackChannel:
             if kind == NOTICE:
                 view = localize_notice(trim_notice(view), self.tz, self.locale)
                 title = self._t("notice_title", view)
-                text = self._t("notice_body", escaped(view, slack_code))
+                e = escaped(view, slack_code)
+                if view.get("message"):  # its lines kept, each escaped (a ``` block in the template)
+                    e["message"] = by_line(view["message"], slack_code)
+                text = self._t("notice_body", e)
             else:
                 title = f"driftguard: {view['app']['name']}"
                 text = slack_text(fallback_text(view, self.locale))
