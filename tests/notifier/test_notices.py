@@ -77,7 +77,7 @@ def test_the_412_deployment_refusal_is_one_message_per_channel_with_its_prune_su
     assert summary.index("86 `PersistentVolumeClaim` (protected)") < summary.index("1140 `Service`")
     assert summary.index("1140 `Service`") < summary.index("412 `Deployment`")
     assert "`PersistentVolumeClaim ns-0/data-0`" in summary
-    first_named = [line for line in summary.splitlines() if line.startswith("• `")][0]
+    first_named = next(line for line in summary.splitlines() if line.startswith("• `"))
     assert first_named.startswith("• `PersistentVolumeClaim ")
     assert any(b["type"] == "actions" for b in slack["blocks"])  # the link to Argo CD
     card = json.loads(rx.on("/feishu")[0].body)["card"]
