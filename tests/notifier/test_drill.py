@@ -44,7 +44,7 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
     assert card["msg_type"] == "interactive" and card["card"]["schema"] == "2.0"
     assert card["card"]["header"]["template"] == "orange"  # human drift: error
     title = card["card"]["header"]["title"]["content"]
-    assert title.startswith("告警｜deepseek-inference：GPU 上限 2 → 4（通过 kubectl-patch）"), title
+    assert title.startswith("重要｜deepseek-inference：GPU 限制 2 → 4（通过 kubectl-patch）"), title
     lines = "\n".join(
         e["content"] for e in card["card"]["body"]["elements"] if e["tag"] == "markdown"
     ).splitlines()

@@ -795,3 +795,38 @@ def test_the_render_refused_notice_quotes_the_gating_key_past_the_first_lines() 
         msg = check_limits(name, ch.prepare(ch.payload(n, kind="notice")).body)
         text = json.dumps(msg, ensure_ascii=False)
         assert "enabled" in text and "relies on the chart default" in text, name
+
+
+def test_zh_cn_reads_as_a_chinese_sre_writes() -> None:
+    """Issue 30: the Kubernetes zh-cn docs' terms (限制/请求, 字段路径), no 告警 as a severity name inside
+    messages that are all 告警, 项/个 for resources, full-width punctuation, no "CST"."""
+    from notifier.render import sample_views
+
+    texts = []
+    for name in ("feishu", "slack", "pagerduty"):
+        raw = {"locale": "zh-CN", "timeZone": "Asia/Shanghai", "channels": {"c": _channel_cfg(name)}}
+        ch = build_channels(parse_config(raw), TEMPLATES)["c"]
+        for v in sample_views():
+            kind = (
+                v["kind"]
+                if v["kind"] in ("notice", "fallback")
+                else ("resolve" if not v.get("resources") else "alert")
+            )
+            texts.append(json.dumps(ch.payload(v, kind=kind), ensure_ascii=False))
+    every = "\n".join(texts)
+    for wrong in ("上限", "申请量", "字段指针", "带清理", "告警｜", "CST", "处资源"):
+        assert wrong not in every, wrong
+    assert "字段路径" in every
+    assert not re.search(r"[\u4e00-\u9fff]: ", every)  # no ASCII colon after Chinese text
+
+
+def _channel_cfg(name: str) -> dict[str, Any]:
+    return {
+        "feishu": {"type": "feishu", "url": "https://open.feishu.example.com/hook"},
+        "slack": {"type": "slack", "url": "https://hooks.slack.example.com/x", "locale": "zh-CN"},
+        "pagerduty": {
+            "type": "pagerduty",
+            "routing_key": "0123456789abcdef0123456789abcdef",
+            "locale": "zh-CN",
+        },
+    }[name]
