@@ -108,7 +108,7 @@ class PagerDutyChannel:
             view = localize_notice(view, self.tz, self.locale)
             title = self.templates.render("pagerduty", self.locale, "notice_title", view)
             body = self.templates.render("pagerduty", self.locale, "notice_body", view)
-            summary = _summary(f"{title}: {body}")
+            summary = _summary(f"{title}{'：' if self.locale == 'zh-CN' else ': '}{body}")
             details = {
                 "app": view["app"],
                 "event": view["event"],

@@ -818,6 +818,7 @@ def test_zh_cn_reads_as_a_chinese_sre_writes() -> None:
         assert wrong not in every, wrong
     assert "字段路径" in every
     assert not re.search(r"[\u4e00-\u9fff]: ", every)  # no ASCII colon after Chinese text
+    assert "sample-app: " not in every  # the title's own colon is full-width too (PagerDuty's summary)
 
 
 def _channel_cfg(name: str) -> dict[str, Any]:
