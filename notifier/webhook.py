@@ -15,7 +15,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from driftguard.errors import StoreUnavailable
 from notifier.logs import event
 
-__all__ = ["TRIGGER_PREFIX", "bp", "canonical_trigger", "intake_key", "validate"]
+__all__ = ["TRIGGER_PREFIX", "bp", "canonical_trigger", "intake_key", "slim", "validate"]
 
 TRIGGER_PREFIX = "driftguard-"
 """The shipped triggers are named ``driftguard-on-...`` so that none redefines one of Argo CD's
@@ -90,6 +90,39 @@ def validate(body: Any) -> tuple[str, str, str]:
     return name, namespace, canonical_trigger(trigger) or "unknown"
 
 
+def slim(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as stored: of ``status.resources`` and the operation's ``syncResult.resources`` only
+    the entries the worker may need when Argo CD's answer has moved on (not Synced, to prune, failed).
+
+    The shipped templates send both lists whole (a Go template cannot filter them safely), which
+    for an app of thousands of resources is megabytes; the outbox keeps a few KB of it.
+    """
+    app = body.get("app")
+    status = app.get("status") if isinstance(app, dict) else None
+    if not isinstance(status, dict):
+        return body
+    status = dict(status)
+    if isinstance(status.get("resources"), list):
+        status["resources"] = [
+            r
+            for r in status["resources"]
+            if isinstance(r, dict) and (r.get("status") != "Synced" or r.get("requiresPruning") is True)
+        ]
+    op = status.get("operationState")
+    result = op.get("syncResult") if isinstance(op, dict) else None
+    if isinstance(op, dict) and isinstance(result, dict) and isinstance(result.get("resources"), list):
+        kept = [
+            r
+            for r in result["resources"]
+            if isinstance(r, dict)
+            and (
+                r.get("status") in ("SyncFailed", "PruneSkipped") or r.get("hookPhase") in ("Failed", "Error")
+            )
+        ]
+        status["operationState"] = {**op, "syncResult": {**result, "resources": kept}}
+    return {**body, "app": {**app, "status": status}}
+
+
 def episode(body: dict[str, Any]) -> dict[str, Any]:
     """What tells one send of notifications-engine from the next: the Application's
     ``metadata.resourceVersion`` (a new one with every status write) and its operation's
@@ -156,6 +189,7 @@ def receive() -> tuple[Response, int]:
         state.metrics.received("invalid")
         return _error(400, str(exc))
     app_namespace = namespace or state.settings.argocd.namespace
+    body = slim(body)
     try:
         nid, duplicate = state.outbox.add_notification(
             body,

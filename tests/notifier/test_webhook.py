@@ -69,9 +69,9 @@ def test_bad_bodies_are_400_with_a_reason(app: Flask, raw: bytes, message: str) 
 
 def test_body_over_the_limit_is_413(app: Flask) -> None:
     big = notification()
-    big["padding"] = "x" * (1024 * 1024 + 10)
+    big["padding"] = "x" * (8 * 1024 * 1024 + 10)
     resp = post(app.test_client(), big)
-    assert resp.status_code == 413 and "larger than 1048576 bytes" in resp.get_json()["error"]
+    assert resp.status_code == 413 and "larger than 8388608 bytes" in resp.get_json()["error"]
     assert stored(app) == []
 
 
@@ -168,3 +168,24 @@ def test_a_second_episode_is_a_new_notification_and_a_retry_of_one_send_is_not(a
     rows = stored(app)
     assert len(rows) == 4
     assert {r["trigger"] for r in rows} == {"on-drift-detected", "on-sync-failed"}  # the prefix is dropped
+
+
+def test_a_large_apps_body_is_accepted_and_stored_slim(app: Flask) -> None:
+    """The shipped body carries status.resources whole: 20,000 resources fit, the outbox keeps what it uses."""
+    from standins.argo_api import application
+
+    big = application(
+        "big", resources=[("", "ConfigMap", "ns", f"cm-{i}") for i in range(20_000)], sync="OutOfSync"
+    )
+    for r in big["status"]["resources"]:
+        r["status"] = "Synced"
+    big["status"]["resources"][7]["status"] = "OutOfSync"
+    big["status"]["resources"][8]["requiresPruning"] = True
+    body = _shipped_body("on-drift-detected", big)
+    raw = json.dumps(body)
+    assert 2 * 1024 * 1024 < len(raw) < 8 * 1024 * 1024
+    resp = post(app.test_client(), body)
+    assert resp.status_code == 202
+    [row] = stored(app)
+    kept = json.loads(row["body"])["app"]["status"]["resources"]
+    assert [r["name"] for r in kept] == ["cm-7", "cm-8"] and len(row["body"]) < 4096
