@@ -241,3 +241,38 @@ def test_the_412_deployment_refusal_is_one_message_and_no_prune_notice(
     assert [c.json()["dedup_key"] for c in rx.on("/pagerduty")] == [
         "driftguard/argocd/payments-prod/render"
     ] * 2
+
+
+def test_an_upstream_application_goes_through_the_triggers_and_the_intake() -> None:
+    """Argo CD's own testdata Application (tests/data/argo-cd, controller/testdata/diff-cache.yaml):
+    Synced fires only the resolved trigger; OutOfSync the detected one, whose body carries its
+    episode; both are accepted, and a retry of either is stored once."""
+    import yaml
+
+    from notifier.webhook import episode, intake_key, validate
+
+    upstream = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "data/argo-cd/app-diff-cache.yaml").read_text()
+    )
+    validate_crd(upstream)
+    engine = NotificationsEngine()
+    [first] = engine.process(upstream)
+    assert first.trigger == "driftguard-on-drift-resolved"
+    drifted = copy.deepcopy(upstream)
+    drifted["metadata"]["resourceVersion"] = "722811400"
+    drifted["status"]["sync"]["status"] = "OutOfSync"
+    drifted["status"]["resources"][0]["status"] = "OutOfSync"
+    validate_crd(drifted)
+    [second] = engine.process(drifted)
+    assert second.trigger == "driftguard-on-drift-detected"
+    body = json.loads(second.body)
+    assert validate(body) == ("velero-test", "argo-cd", "on-drift-detected")
+    assert episode(body) == {
+        "resourceVersion": "722811400",
+        "startedAt": upstream["status"]["operationState"]["startedAt"],
+        "finishedAt": upstream["status"]["operationState"]["finishedAt"],
+    }
+    again = json.loads(second.body)  # go-retryablehttp resends the same bytes
+    assert intake_key(again, "velero-test", "argo-cd", "on-drift-detected") == intake_key(
+        body, "velero-test", "argo-cd", "on-drift-detected"
+    )
