@@ -30,7 +30,7 @@ from driftguard.diff import FieldChange
 from driftguard.drift import HUMAN, Actor, Classified, ResourceDrift
 from driftguard.manifests import ResourceKey
 from driftguard.report import DriftReport
-from notifier.witness import WitnessStore
+from notifier.witness import WitnessStore, segments_of
 
 __all__ = ["LOOKBACK", "Reverted", "reverted"]
 
@@ -139,7 +139,11 @@ def reverted(
                 )
                 for c in w.changes:
                     change = FieldChange(
-                        str(c.get("path") or ""), str(c.get("op") or ""), c.get("old"), c.get("new")
+                        str(c.get("path") or ""),
+                        str(c.get("op") or ""),
+                        c.get("old"),
+                        c.get("new"),
+                        segments=segments_of(c.get("segments")),
                     )
                     changes[change.path] = Classified(key, change, HUMAN, actor, "witnessed at admission")
             if changes:

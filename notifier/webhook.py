@@ -99,7 +99,7 @@ def slim(body: dict[str, Any]) -> dict[str, Any]:
     """
     app = body.get("app")
     status = app.get("status") if isinstance(app, dict) else None
-    if not isinstance(status, dict):
+    if not isinstance(app, dict) or not isinstance(status, dict):
         return body
     status = dict(status)
     if isinstance(status.get("resources"), list):

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from driftguard.diff import diff_objects
+from driftguard.diff import ListSeg, Segment, diff_objects
 from driftguard.drift import ARGOCD_MANAGERS, DEFAULT_CONTROLLERS
 from driftguard.redact import Redactor
 from notifier.outbox import Outbox
@@ -37,6 +37,7 @@ __all__ = [
     "WitnessStore",
     "Witnessed",
     "capture",
+    "segments_of",
     "tracked",
 ]
 
@@ -102,6 +103,38 @@ def _short(value: Any) -> Any:
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 
+def _segment(seg: Segment) -> Any:
+    """A path segment as JSON: a map key as it is, a list item as its index and merge key (so the
+    alert names ``containers[server]``, as it does for a live diff)."""
+    if isinstance(seg, ListSeg):
+        key = [
+            [str(f)[:100], v if isinstance(v, int | float | bool) else str(v)[:200]] for f, v in seg.key or ()
+        ]
+        return {"i": seg.index, "k": key or None}
+    return str(seg)
+
+
+def segments_of(raw: Any) -> tuple[Segment, ...]:
+    """The segments :func:`_segment` wrote, read back (anything else: no segments, the path's indexes)."""
+    if not isinstance(raw, list):
+        return ()
+    out: list[Segment] = []
+    for item in raw:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("i"), int):
+            key = item.get("k")
+            pairs = (
+                tuple((str(f), v) for f, v in key)
+                if isinstance(key, list) and all(isinstance(x, list) and len(x) == 2 for x in key)
+                else None
+            )
+            out.append(ListSeg(item["i"], pairs or None, None))
+        else:
+            return ()
+    return tuple(out)
+
+
 def _by_argocd_or_controller(user: str, manager: str) -> bool:
     # Argo CD's own writes (the self-heal itself) and controllers' runtime writes are no human change
     return (
@@ -141,7 +174,13 @@ def capture(request: Mapping[str, Any], *, redactor: Redactor, now: float | None
     for c in changes[:MAX_CHANGES]:
         masked = redactor.change(c, kind=kind, group=group)
         kept.append(
-            {"path": masked.path, "op": masked.op, "old": _short(masked.old), "new": _short(masked.new)}
+            {
+                "path": masked.path,
+                "op": masked.op,
+                "old": _short(masked.old),
+                "new": _short(masked.new),
+                "segments": [_segment(seg) for seg in c.segments],
+            }
         )
     meta = new.get("metadata") or {}
     return Witnessed(

@@ -124,7 +124,8 @@ def test_a_patch_self_heal_reverted_before_the_read_is_alerted_with_path_values_
     assert [len(rx.on(p)) for p in ("/feishu", "/slack", "/pagerduty")] == [1, 1, 1]
     slack = json.loads(rx.on("/slack")[0].body)
     assert "reverted by self-heal at 14:02:09 UTC" in slack["blocks"][0]["text"]["text"]
-    assert "nvidia.com/gpu" in got["/slack"] and "`2` → `4`" in got["/slack"]
+    sections = "\n".join(b["text"]["text"] for b in slack["blocks"] if b["type"] == "section")
+    assert '`containers[server].resources.limits["nvidia.com/gpu"]`: `2` → `4`' in sections
     assert "alice@example.com" in got["/slack"] and "kubectl-patch" in got["/slack"]
     assert "already reverted" in got["/slack"]
     card = json.loads(rx.on("/feishu")[0].body)["card"]
