@@ -18,11 +18,15 @@ from typing import Any
 
 import pytest
 import requests
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from standins.argo_api import FakeArgo, application
+from standins.argo_api import serve as FakeArgoServed
 from standins.drill import serve_drill
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
+from standins.receivers import serve as receivers_served
 from tests.manifests.test_notifier_triggers import validate as validate_crd
 from tests.notifier.engine_model import NotificationsEngine
 
@@ -81,8 +85,8 @@ def replay(
     channel has received in all once the step settled. Returns the triggers sent per step."""
     engine = NotificationsEngine()
     sent_per_step = []
-    for n, (given, managed, expected) in enumerate(steps):
-        app = copy.deepcopy(given)
+    for n, (step_app, managed, expected) in enumerate(steps):
+        app = copy.deepcopy(step_app)
         # every status write is a new resourceVersion (the kube-apiserver's rule), so no two steps share one
         app["metadata"]["resourceVersion"] = str(int(app["metadata"].get("resourceVersion") or 0) * 1000 + n)
         validate_crd(app)
@@ -276,3 +280,62 @@ def test_an_upstream_application_goes_through_the_triggers_and_the_intake() -> N
     assert intake_key(again, "velero-test", "argo-cd", "on-drift-detected") == intake_key(
         body, "velero-test", "argo-cd", "on-drift-detected"
     )
+
+
+SHAPES = (
+    "synced",
+    "out-of-sync",
+    "sync-running",
+    "sync-failed",
+    "reverted-after-failed-sync",
+    "render-refused",
+    "render-refused-pruning",
+    "requires-pruning",
+    "prune-skipped",
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    walk=st.lists(
+        st.tuples(st.sampled_from(SHAPES), st.integers(min_value=1, max_value=4)), min_size=1, max_size=10
+    )
+)
+def test_every_send_is_stored_once_however_often_it_is_retried(
+    tmp_path_factory: pytest.TempPathFactory, walk: list[tuple[str, int]]
+) -> None:
+    """Property, against the reference model (engine_model.py): for any walk through the situations
+    the triggers tell apart, each send notifications-engine makes is stored exactly once, whether
+    its webhook was posted once or retried (up to go-retryablehttp's 3 retries, the same body)."""
+    from notifier.app import create_app
+    from tests.manifests.test_notifier_triggers import shape
+
+    from .conftest import make_config, make_settings
+
+    with FakeArgoServed() as argo, receivers_served() as rx:
+        flask_app = create_app(
+            make_settings(tmp_path_factory.mktemp("prop"), argo.url), config=make_config(rx)
+        )
+        client = flask_app.test_client()
+        engine = NotificationsEngine()
+        sends = 0
+        for n, (name, attempts) in enumerate(walk):
+            app = shape(name)
+            app["metadata"]["resourceVersion"] = str(1000 + n)  # every status write is a new version
+            for s in engine.process(app):
+                sends += 1
+                answers = [
+                    client.post(
+                        "/v1/notifications", data=s.body, headers={"Authorization": f"Bearer {TOKEN}"}
+                    )
+                    for _ in range(attempts)
+                ]
+                assert all(a.status_code == 202 for a in answers)
+                first = answers[0].get_json()
+                assert "duplicate" not in first
+                assert all(a.get_json() == {"id": first["id"], "duplicate": True} for a in answers[1:])
+        state = flask_app.extensions["driftguard"]
+        assert len(state.outbox.query("SELECT id FROM notifications")) == sends
+        state.worker.stop()
+        state.worker.expander.close()
+        state.outbox.close()
