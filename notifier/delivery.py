@@ -393,6 +393,8 @@ class Worker:
             self.journal.healed(app_key, at=received_at, by=_healed_by(app))  # no-op without an open episode
         # Resolve once whichever replica sees the sync: closing the incident is atomic (one caller
         # deletes the row). PagerDuty's resolves come from _resolve_incidents (one per kind).
+        if self.outbox.incident(app_key) is None:
+            return out, "quiet"  # a read, not a write, for the usual quiet expansion
         was_open = self.outbox.close_incident(app_key)
         if not was_open or not self.outbox.claim_resolve(app_key, self.dedup_window):
             return out, "quiet"
@@ -496,8 +498,12 @@ class Worker:
             holding.add("render")
         out: list[dict[str, Any]] = []
         link = self._link(report.app)
+        # one read for the usual case (nothing to resolve); a close only for what is open and gone
+        gone = [f"{report.app.key}#{k}" for k in INCIDENTS if k not in holding]
+        open_ = self.outbox.open_incidents(gone)
         for kind in INCIDENTS:
-            if kind in holding or not self.outbox.close_incident(f"{report.app.key}#{kind}"):
+            key = f"{report.app.key}#{kind}"
+            if key not in open_ or not self.outbox.close_incident(key):
                 continue
             for channel in self.config.targets(report, set(ROUTABLE)):
                 ch = self.channels[channel]

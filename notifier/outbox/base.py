@@ -545,6 +545,18 @@ class Outbox(ABC):
         row = self._x(self._conn(), "SELECT * FROM incidents WHERE app=?", (app,)).fetchone()
         return dict(row) if row else None
 
+    def open_incidents(self, apps: list[str]) -> set[str]:
+        """Which of ``apps`` (incident keys) are open, in one read."""
+        if not apps:
+            return set()
+        marks = ",".join("?" * len(apps))
+        rows = self._x(
+            self._conn(),
+            f"SELECT app FROM incidents WHERE app IN ({marks})",  # noqa: S608 - placeholders only
+            tuple(apps),
+        ).fetchall()
+        return {str(r["app"]) for r in rows}
+
     def close_incident(self, app: str) -> bool:
         """Forget an app's open drift (and its dedup memory); True for the one caller that closed it.
 
