@@ -41,6 +41,7 @@ __all__ = [
     "gating_line",
     "parse_condition",
     "refusal_headline",
+    "unwrap",
 ]
 
 REFUSED = "render-refused"
@@ -143,6 +144,21 @@ def parse_condition(message: str) -> Cause | None:
         return Cause(REFUSED, _bounded(head.group("reason"), MAX_REASON), head.group("guard"), tuple(keys))
     reason = _bounded(first, MAX_REASON)
     return Cause(FAILED, reason) if reason and loading else None
+
+
+def unwrap(message: str) -> str:
+    """A ComparisonError's text with Argo CD's wrapping taken off its first line, every line break kept.
+
+    A driftguard refusal then starts with the CMP's own ``driftguard: refused by ...`` line; any
+    other failure (git, the repository, the cluster) with the failing tool's words.
+    """
+    lines = message.strip().splitlines()
+    if not lines:
+        return ""
+    first = lines[0]
+    while (m := _WRAP.match(first)) is not None:
+        first = first[m.end() :]
+    return "\n".join([first, *lines[1:]]).strip()
 
 
 def cause_from_application(app: Mapping[str, Any]) -> Cause | None:

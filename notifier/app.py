@@ -27,6 +27,7 @@ from notifier.metrics import NotifierMetrics
 from notifier.outbox import Outbox, open_outbox
 from notifier.render import Templates
 from notifier.settings import NotifierSettings
+from notifier.witness import WitnessStore
 
 __all__ = ["State", "create_app", "load"]
 
@@ -44,6 +45,9 @@ class State:
     identities: IdentityStore
     journal: Journal
     recorder: Recorder
+    witnesses: WitnessStore | None = None
+    """The admission witness (notifier/witness.py); None while identity is not configured."""
+    redactor: Redactor | None = None
 
 
 def load(
@@ -68,11 +72,16 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         outbox, retention=settings.identity_retention, max_rows=settings.identity_max_rows
     )
     journal = OutboxJournal(outbox)
+    # identity is configured when the audit or admission webhook can be posted to; without it no
+    # alert speaks of identity records (none could have matched)
+    identity_on = bool(settings.audit_token) or settings.admission_auth == "none"
+    witnesses = WitnessStore(outbox, retention=settings.identity_retention) if identity_on else None
+    redactor = Redactor(salt=settings.redact_key)
     expander = Expander(
         ArgoCDClient(settings.argocd),
         system_rules=system_rules_from_file(settings.argocd_cm_file),
-        redactor=Redactor(salt=settings.redact_key),
-        identities=identities,
+        redactor=redactor,
+        identities=identities if identity_on else None,
     )
     metrics = NotifierMetrics(channels, outbox.depth)
     worker = Worker(
@@ -90,6 +99,7 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         journal=journal,
         retention=settings.retention,
         intake_window=settings.intake_window,
+        witnesses=witnesses,
     )
     app = Flask("driftguard-notifier")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -103,6 +113,8 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
         identities,
         journal,
         Recorder(identities, on_result=lambda outcome, n: metrics.identity("admission", outcome, n)),
+        witnesses,
+        redactor,
     )
     app.register_blueprint(webhook.bp)
     app.register_blueprint(ops.bp)

@@ -27,6 +27,7 @@ from driftguard.errors import StoreUnavailable
 from driftguard.identity import IdentityEvent, from_admission, from_audit
 from notifier.logs import event
 from notifier.webhook import MAX_DEPTH, _depth_ok
+from notifier.witness import capture
 
 __all__ = ["bp"]
 
@@ -111,6 +112,17 @@ def audit() -> tuple[Response, int]:
     return jsonify({"received": len(items), "kept": len(kept), "stored": stored, "skipped": skipped}), 200
 
 
+def _witness(state: Any, req: dict[str, Any]) -> None:
+    """Keep the masked field diff of a person's write to an object Argo CD tracks (notifier/witness.py)."""
+    try:
+        witnessed = capture(req, redactor=state.redactor)
+        if witnessed is not None:
+            state.witnesses.add(witnessed)
+            state.metrics.identity("admission", "witnessed")
+    except Exception as exc:  # never block the cluster, never fail the answer over the witness
+        event("witness_failed", level=logging.WARNING, error=type(exc).__name__)
+
+
 @bp.post("/v1/admission")
 def admission() -> tuple[Response, int]:
     started = time.perf_counter()
@@ -143,6 +155,8 @@ def admission() -> tuple[Response, int]:
         return jsonify(answer), 200  # never block the cluster over a review we cannot read
     if ev is not None and ev.user and not state.recorder.record(ev):
         state.metrics.identity("admission", "dropped")
+    if ev is not None and state.witnesses is not None and state.redactor is not None:
+        _witness(state, req)
     resp = jsonify(answer)
     resp.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.3f}"
     return resp, 200

@@ -145,13 +145,45 @@ def age(when: datetime, now: datetime) -> tuple[int, str]:
     return seconds // 86400, "d"
 
 
-def _when(raw: Any, tz: ZoneInfo, now: datetime) -> dict[str, Any] | None:
+def zone_label(local: datetime, locale: str = "en") -> str:
+    """An unambiguous zone: ``UTC``, ``UTC+8``, ``UTC-3:30``; zh-CN says 北京时间 for UTC+8.
+
+    Never the zone's abbreviation: Asia/Shanghai's is "CST", which also reads as US Central.
+    """
+    offset = local.utcoffset()
+    minutes = int(offset.total_seconds() // 60) if offset is not None else 0
+    if minutes == 0:
+        return "UTC"
+    if minutes == 480 and locale == "zh-CN":
+        return "北京时间"
+    sign = "+" if minutes > 0 else "-"
+    h, m = divmod(abs(minutes), 60)
+    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
+
+
+def _when(raw: Any, tz: ZoneInfo, now: datetime, locale: str = "en") -> dict[str, Any] | None:
     when = _parse_time(raw)
     if when is None:
         return None
     n, unit = age(when, now)
     local = when.astimezone(tz)
-    return {"at": local.strftime("%Y-%m-%d %H:%M"), "zone": local.tzname() or str(tz), "ago": n, "unit": unit}
+    return {"at": local.strftime("%Y-%m-%d %H:%M"), "zone": zone_label(local, locale), "ago": n, "unit": unit}
+
+
+def _reverted(raw: Any, tz: ZoneInfo, locale: str) -> dict[str, Any] | None:
+    """When and by what a drift was put back (notifier/reverted.py): the clock in the channel's zone."""
+    if not isinstance(raw, dict):
+        return None
+    when = _parse_time(raw.get("at"))
+    if when is None:
+        return None
+    local = when.astimezone(tz)
+    return {
+        "at": local.strftime("%H:%M:%S"),
+        "zone": zone_label(local, locale),
+        "by": str(raw.get("by") or ""),
+        "witnessed": bool(raw.get("witnessed", True)),
+    }
 
 
 def digest(
@@ -212,7 +244,7 @@ def digest(
                     "user": short((actor or {}).get("user") or "", NAME_CHARS),
                     "matched": (actor or {}).get("matched"),
                     "source": (actor or {}).get("source") or "",
-                    "when": _when((actor or {}).get("time"), tz, now),
+                    "when": _when((actor or {}).get("time"), tz, now, locale),
                     # the actor line in the channel's locale and zone (driftguard/identity.py who)
                     "who": _who(actor, tz, now, locale),
                     # the exact command that keeps a human change in Git (docs/codify.md), never cut
@@ -276,7 +308,10 @@ def digest(
         "missing_total": missing,
         "protected": [g["kind"] for g in ordered if g["protected"]],
         "classes": sorted(classes),
-        "todo": [k for k in ("prune", "missing", "human") if _todo(k, classes)],
+        "todo": [k for k in ("prune", "missing", "human") if _todo(k, classes)]
+        if not v.get("reverted")
+        else ["reverted"],
+        "reverted": _reverted(v.get("reverted"), tz, locale),
         "suppressed": dict(v.get("suppressed") or {}),
         "headline": {
             **fields[0],
@@ -351,9 +386,33 @@ def trim_notice(v: dict[str, Any]) -> dict[str, Any]:
         lines.append(f"… +{len(v['lines']) - NOTICE_LINES}")
     return {
         **v,
-        "message": short(v.get("message") or "", NOTICE_MESSAGE) if v.get("message") else "",
+        "message": _lines(v.get("message") or "", NOTICE_MESSAGE) if v.get("message") else "",
         "lines": lines,
     }
+
+
+def _lines(text: str, limit: int) -> str:
+    """Argo CD's message bounded, its line breaks kept (a refusal is several lines; channels that have
+    line breaks show them): each line one line, at most ``limit`` characters in all."""
+    out: list[str] = []
+    used = 0
+    for raw in str(text).splitlines():
+        line = short(raw, limit)
+        if not line.strip():
+            continue
+        if used + len(line) > limit:
+            out.append("…")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
+
+
+def localize_notice(v: dict[str, Any], tz: ZoneInfo, locale: str) -> dict[str, Any]:
+    """A notice's times in the channel's zone and words (the ``reverted`` clock of a drift-reverted notice)."""
+    if not v.get("reverted"):
+        return v
+    return {**v, "reverted": _reverted(v["reverted"], tz, locale)}
 
 
 def _todo(key: str, classes: set[str]) -> bool:

@@ -78,3 +78,8 @@ def escaped(value: Any, fn: Callable[[str], str], key: str = "") -> Any:
     if isinstance(value, list | tuple):
         return [escaped(v, fn, key) for v in value]
     return value
+
+
+def by_line(text: str, fn: Callable[[str], str]) -> str:
+    """``fn`` applied to each line, the line breaks kept (Argo CD's multi-line messages in channels that have them)."""
+    return "\n".join(fn(line) for line in text.splitlines() if line.strip())

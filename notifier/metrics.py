@@ -27,6 +27,7 @@ EXPANDED = (
     "resolve",
     "quiet",
     "notice",
+    "reverted",
     "retry",
     "app-not-found",
     "unauthorized",
@@ -36,7 +37,7 @@ EXPANDED = (
 SENT = ("sent", "retry", "dead", "unconfirmed")
 STAGES = ("expand", "render", "send")
 IDENTITY_SOURCES = ("audit", "admission")
-IDENTITY_OUTCOMES = ("accepted", "skipped", "invalid", "unauthorized", "unavailable", "dropped")
+IDENTITY_OUTCOMES = ("accepted", "skipped", "invalid", "unauthorized", "unavailable", "dropped", "witnessed")
 
 
 class _Depth(Collector):

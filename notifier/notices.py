@@ -13,12 +13,13 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from driftguard.cause import gating_line, parse_condition
+from driftguard.cause import REFUSED, gating_line, parse_condition, unwrap
 from driftguard.redact import scrub_text
 from driftguard.report import AppInfo
+from notifier.digest import PROTECTED_KINDS
 from notifier.render import notice_view
 
-__all__ = ["NOTICE_TRIGGERS", "notice_for"]
+__all__ = ["NOTICE_TRIGGERS", "label_of", "notice_for"]
 
 NOTICE_TRIGGERS = {
     "on-sync-failed": "sync-failed",
@@ -52,8 +53,8 @@ def _first_lines(text: str, n: int = MESSAGE_LINES) -> str:
 
 def notice_for(
     trigger: str, app: Mapping[str, Any], info: AppInfo, *, body: Mapping[str, Any], link: str
-) -> dict[str, Any]:
-    """The notice view for one of NOTICE_TRIGGERS."""
+) -> dict[str, Any] | None:
+    """The notice view for one of NOTICE_TRIGGERS; None when it would have nothing to say."""
     event = NOTICE_TRIGGERS[trigger]
     hinted = _dig(body, "app") or {}
     if event == "sync-failed":
@@ -78,13 +79,77 @@ def notice_for(
             if c.get("type") == "ComparisonError"
         ]
         raw = str(conditions[0].get("message") or "") if conditions else ""
-        message = _first_lines(raw)
-        # the gating keys follow up to 30 lines of detail: past the first lines, quote them as lines
+        # the quoted text starts with driftguard's own lines (or the failing tool's): Argo CD's rpc
+        # wrapping is stripped as driftguard/cause.py strips it, the line breaks are kept
+        message = _first_lines(unwrap(raw))
         cause = parse_condition(raw)
         keys = [gating_line(k) for k in cause.keys] if cause else []
-        return notice_view(
-            info, event=event, message=message, lines=[k for k in keys if k not in message], link=link
+        # Argo CD marks every live resource requiresPruning when no target could be loaded
+        # (controller/state.go v3.5.1, failedToLoadObjs): what this render would remove, protected kinds first
+        counts, names = _pending(app if _items(_dig(app, "status", "resources")) else hinted)
+        view = notice_view(
+            info,
+            event=event,
+            message=message,
+            lines=[k for k in keys if k not in message],
+            counts=counts,
+            link=link,
         )
+        view["label"] = label_of(raw)
+        view["names"] = names
+        return view
+    counts, names = _pending(app)
+    if not counts:
+        return None  # nothing waits to be pruned: no notice that lists nothing
+    return notice_view(info, event=event, counts=counts, lines=names, link=link, severity="warning")
+
+
+def label_of(message: str) -> str:
+    """What a ComparisonError is: ``refused`` (a driftguard guard), ``git``, ``repository``, ``cluster`` or ``other``.
+
+    Read from Argo CD's own text (controller/state.go wraps the repo-server's error; go-git's and
+    the kube client's words come through unchanged).
+    """
+    cause = parse_condition(message)
+    if cause is not None and cause.kind == REFUSED:
+        return "refused"
+    text = message.lower()
+    if any(w in text for w in _GIT):
+        return "git"
+    if any(w in text for w in _CLUSTER):
+        return "cluster"
+    if any(w in text for w in _REPOSITORY):
+        return "repository"
+    return "other"
+
+
+_GIT = (
+    "authentication required",
+    "authentication failed",
+    "repository not found",
+    "could not read username",
+    "permission denied (publickey",
+    "ssh: handshake failed",
+    "knownhosts",
+    "failed to list refs",
+    "couldn't find remote ref",
+    "unable to resolve",
+    "git fetch",
+    "git checkout",
+    "ls-remote",
+    "reference not found",
+)
+_CLUSTER = (
+    "cluster",
+    "unable to connect to the server",
+    "the server has asked for the client to provide credentials",
+    "could not find the requested resource",
+)
+_REPOSITORY = ("repo-server", "repository", "manifest", "helm", "kustomize", "plugin")
+
+
+def _pending(app: Mapping[str, Any]) -> tuple[dict[str, int], list[str]]:
+    """Counts by kind and names of what waits to be pruned, protected kinds first (named), then by count."""
     pending: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     for r in _items(_dig(app, "status", "resources")):
         if r.get("requiresPruning") is True:
@@ -93,15 +158,19 @@ def notice_for(
         if r.get("status") == "PruneSkipped":
             pending.setdefault(_key(r), r)
     counts = Counter(str(r.get("kind") or "?") for r in pending.values())
-    names = sorted(_name(r) for r in pending.values())
-    return notice_view(
-        info,
-        event=event,
-        counts=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-        lines=names[:MAX_LINES] + ([f"… +{len(names) - MAX_LINES}"] if len(names) > MAX_LINES else []),
-        link=link,
-        severity="warning",
+
+    def rank(kind: str) -> tuple[int, int]:
+        return (
+            PROTECTED_KINDS.index(kind) if kind in PROTECTED_KINDS else len(PROTECTED_KINDS),
+            -counts[kind],
+        )
+
+    ordered = dict(sorted(counts.items(), key=lambda kv: (*rank(kv[0]), kv[0])))
+    names = sorted(
+        (_name(r) for r in pending.values()),
+        key=lambda n: (*rank(n.split(" ", 1)[0]), n),
     )
+    return ordered, names[:MAX_LINES] + ([f"… +{len(names) - MAX_LINES}"] if len(names) > MAX_LINES else [])
 
 
 def _key(r: Mapping[str, Any]) -> tuple[str, str, str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from driftguard.cause import CHART_DEFAULT, FAILED, REFUSED, VALUE, Cause, GatingKey
 from driftguard.diff import FieldChange
@@ -19,7 +20,8 @@ from driftguard.errors import ConfigError
 from driftguard.identity import who
 from driftguard.manifests import ResourceKey
 from driftguard.report import SEVERITIES, AppInfo, DriftReport
-from notifier.digest import digest, readable_path
+from notifier.digest import PROTECTED_KINDS as PROTECTED_KIND_NAMES
+from notifier.digest import digest, localize_notice, readable_path
 
 __all__ = [
     "FALLBACK_TEXT",
@@ -69,7 +71,7 @@ MACROS: dict[str, tuple[str, ...]] = {
 ADDED_MACROS = frozenset({"cause", "resource_button"})
 """Macros newer than some overrides: an override without them keeps the stock ones (it still starts)."""
 LOCALES = ("zh-CN", "en")
-NOTICE_EVENTS = ("sync-failed", "render-refused", "prune-pending")
+NOTICE_EVENTS = ("sync-failed", "render-refused", "prune-pending", "drift-reverted")
 
 # The last-resort alert is plain Python text, not a template: it goes out when templates or the
 # Argo CD lookup are what failed, so it must depend on neither.
@@ -172,7 +174,12 @@ def notice_view(
     link: str = "",
     severity: str = "error",
 ) -> dict[str, Any]:
-    """A trigger's own message (sync failed, render refused, prunes pending): no field diff."""
+    """A trigger's own message (sync failed, render refused, prunes pending, drift reverted): no field diff.
+
+    ``label`` says what a ComparisonError is (notifier/notices.py label_of), ``names`` the resources
+    a refused render would prune (protected kinds first), ``protected`` which of ``counts`` are
+    protected kinds; ``reverted`` and ``capture`` belong to the drift-reverted notice (notifier/reverted.py).
+    """
     return {
         "kind": "notice",
         "event": event,
@@ -181,6 +188,11 @@ def notice_view(
         "message": message,
         "lines": list(lines or []),
         "counts": dict(counts or {}),
+        "protected": [k for k in (counts or {}) if k in PROTECTED_KIND_NAMES],
+        "names": [],
+        "label": "",
+        "reverted": None,
+        "capture": "",
         "link": link,
     }
 
@@ -271,6 +283,30 @@ def sample_views() -> list[dict[str, Any]]:
             )
         )
         views.append(notice_view(bare, event=event))
+    for label in ("refused", "git", "repository", "cluster", "other"):
+        v = notice_view(
+            full,
+            event="render-refused",
+            message="driftguard: refused by shrink: x\nline two",
+            counts={"PersistentVolumeClaim": 1, "Deployment": 2},
+            link=link,
+        )
+        views.append({**v, "label": label, "names": ["PersistentVolumeClaim shop/data"]})
+    for by, capture in (("self-heal", "off"), ("sync", "on"), ("", "off")):
+        v = notice_view(full, event="drift-reverted", lines=["Deployment shop/api"], link=link)
+        views.append(
+            {
+                **v,
+                "reverted": {"at": "2026-01-01T00:00:00Z", "by": by, "witnessed": False},
+                "capture": capture,
+            }
+        )
+    reverted = view(DriftReport(full), link=link)
+    reverted["resources"] = _resources(changes[:2])
+    reverted["total"] = 2
+    views.append(
+        {**reverted, "reverted": {"at": "2026-01-01T00:00:00Z", "by": "self-heal", "witnessed": True}}
+    )
     return views
 
 
@@ -329,7 +365,8 @@ def _call(fn: Any, macro: str, v: dict[str, Any]) -> None:
     kind = v["kind"]
     if macro.startswith("notice_"):
         if kind == "notice":
-            fn(v)
+            fn(localize_notice(v, ZoneInfo("UTC"), "en"))
+            fn(localize_notice(v, ZoneInfo("Asia/Shanghai"), "zh-CN"))
         return
     if kind == "notice":
         return

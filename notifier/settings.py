@@ -36,10 +36,14 @@ class NotifierSettings:
     however many times or replicas receive it (DRIFTGUARD_NOTIFIER_INTAKE_WINDOW; 0: off)."""
     retention: float = 7 * 86400.0
     """Finished notifications and messages are deleted after this many seconds (DRIFTGUARD_NOTIFIER_RETENTION)."""
-    max_body_bytes: int = 1024 * 1024
-    """Largest notification body accepted (DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES)."""
+    max_body_bytes: int = 8 * 1024 * 1024
+    """Largest notification body accepted (DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES). The shipped templates
+    send the app's ``status.resources`` and its operation's ``syncResult`` whole (about 200 bytes a
+    resource): 8 MiB holds an app of some 20,000 resources; the outbox keeps only the entries it uses."""
     dedup_window: float = 600.0
-    """Seconds within which the same drift is not alerted twice (DRIFTGUARD_NOTIFIER_DEDUP_WINDOW)."""
+    """Seconds a resolve is queued once per app, and how long a closed episode's dedup memory is
+    kept (DRIFTGUARD_NOTIFIER_DEDUP_WINDOW). A drift is alerted once per episode whatever the time;
+    0 turns that dedup off (load tests)."""
     dead_letter_after: float = 86400.0
     """A message still undelivered after this many seconds is dead-lettered (DRIFTGUARD_NOTIFIER_DEAD_LETTER_AFTER)."""
     recheck_interval: float = 60.0

@@ -15,7 +15,18 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from driftguard.errors import StoreUnavailable
 from notifier.logs import event
 
-__all__ = ["bp", "intake_key", "validate"]
+__all__ = ["TRIGGER_PREFIX", "bp", "canonical_trigger", "intake_key", "slim", "validate"]
+
+TRIGGER_PREFIX = "driftguard-"
+"""The shipped triggers are named ``driftguard-on-...`` so that none redefines one of Argo CD's
+catalog (notifications_catalog/triggers: on-sync-failed, ...); the notifier works with the name
+after the prefix, and a body from the earlier, unprefixed configuration means the same."""
+
+
+def canonical_trigger(trigger: str) -> str:
+    """``driftguard-on-drift-detected`` -> ``on-drift-detected``; any other name as it is."""
+    return trigger[len(TRIGGER_PREFIX) :] if trigger.startswith(TRIGGER_PREFIX + "on-") else trigger
+
 
 _VOLATILE = ("reconciledAt", "observedAt")
 """Status fields that change on every reconcile, not with the app's state: left out of the intake key."""
@@ -76,15 +87,70 @@ def validate(body: Any) -> tuple[str, str, str]:
     namespace = meta.get("namespace") or ""
     if not isinstance(namespace, str) or (namespace and not _NAMESPACE.match(namespace)):
         raise ValueError("`app.metadata.namespace` is not a valid namespace")
-    return name, namespace, trigger or "unknown"
+    return name, namespace, canonical_trigger(trigger) or "unknown"
+
+
+def slim(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as stored: of ``status.resources`` and the operation's ``syncResult.resources`` only
+    the entries the worker may need when Argo CD's answer has moved on (not Synced, to prune, failed).
+
+    The shipped templates send both lists whole (a Go template cannot filter them safely), which
+    for an app of thousands of resources is megabytes; the outbox keeps a few KB of it.
+    """
+    app = body.get("app")
+    status = app.get("status") if isinstance(app, dict) else None
+    if not isinstance(app, dict) or not isinstance(status, dict):
+        return body
+    status = dict(status)
+    if isinstance(status.get("resources"), list):
+        status["resources"] = [
+            r
+            for r in status["resources"]
+            if isinstance(r, dict) and (r.get("status") != "Synced" or r.get("requiresPruning") is True)
+        ]
+    op = status.get("operationState")
+    result = op.get("syncResult") if isinstance(op, dict) else None
+    if isinstance(op, dict) and isinstance(result, dict) and isinstance(result.get("resources"), list):
+        kept = [
+            r
+            for r in result["resources"]
+            if isinstance(r, dict)
+            and (
+                r.get("status") in ("SyncFailed", "PruneSkipped") or r.get("hookPhase") in ("Failed", "Error")
+            )
+        ]
+        status["operationState"] = {**op, "syncResult": {**result, "resources": kept}}
+    return {**body, "app": {**app, "status": status}}
+
+
+def episode(body: dict[str, Any]) -> dict[str, Any]:
+    """What tells one send of notifications-engine from the next: the Application's
+    ``metadata.resourceVersion`` (a new one with every status write) and its operation's
+    ``startedAt``/``finishedAt``. Empty for a body that carries none of them (the earlier templates)."""
+    app = body.get("app")
+    meta = app.get("metadata") if isinstance(app, dict) else None
+    status = app.get("status") if isinstance(app, dict) else None
+    op = status.get("operationState") if isinstance(status, dict) else None
+    out: dict[str, Any] = {}
+    if isinstance(meta, dict) and meta.get("resourceVersion"):
+        out["resourceVersion"] = meta["resourceVersion"]
+    if isinstance(op, dict):
+        for key in ("startedAt", "finishedAt"):
+            if op.get(key):
+                out[key] = op[key]
+    return out
 
 
 def intake_key(body: dict[str, Any], name: str, namespace: str, trigger: str) -> str:
-    """The idempotency key of a notification: app, trigger, revision and the app's status fingerprint.
+    """The idempotency key of a notification: app, trigger, the episode and the app's status fingerprint.
 
-    Argo CD's controller retries a webhook with the same rendered body, and several replicas may
-    each receive a copy; within the intake window they are stored once. A body without ``status``
-    (a hand-made request) has no fingerprint: each one is a new notification ("").
+    notifications-engine sends each trigger once per episode (it records the send while the
+    condition holds and forgets it when the condition turns false, pkg/controller/state.go), and
+    its webhook client retries one send up to 3 times with the same rendered body
+    (pkg/services/webhook.go, go-retryablehttp). So a retry, whichever replica takes it, is stored
+    once; the next episode's send carries a new ``metadata.resourceVersion`` (and a new operation's
+    times) and is a new notification. A body without ``status`` (a hand-made request) has no
+    fingerprint: each one is a new notification ("").
     """
     status = body["app"].get("status")
     if not isinstance(status, dict) or not status:
@@ -92,7 +158,7 @@ def intake_key(body: dict[str, Any], name: str, namespace: str, trigger: str) ->
     sync = status.get("sync")
     revision = (sync.get("revision") or sync.get("revisions") or "") if isinstance(sync, dict) else ""
     stable = {k: v for k, v in status.items() if k not in _VOLATILE}
-    raw = json.dumps([namespace, name, trigger, revision, stable], sort_keys=True, default=str)
+    raw = json.dumps([namespace, name, trigger, revision, episode(body), stable], sort_keys=True, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -123,6 +189,7 @@ def receive() -> tuple[Response, int]:
         state.metrics.received("invalid")
         return _error(400, str(exc))
     app_namespace = namespace or state.settings.argocd.namespace
+    body = slim(body)
     try:
         nid, duplicate = state.outbox.add_notification(
             body,

@@ -32,8 +32,8 @@ from notifier.channels._fit import MAX_ITEMS, items, largest, left_out
 from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.digest import digest, trim_notice
-from notifier.escape import escaped, feishu_md
+from notifier.digest import digest, localize_notice, trim_notice
+from notifier.escape import by_line, escaped, feishu_md
 from notifier.render import Templates, fallback_text
 
 __all__ = ["FeishuChannel", "sign"]
@@ -85,8 +85,10 @@ class FeishuChannel:
             text = feishu_md(fallback_text(view, self.locale))
             return _card(title, "error", [_md(text)], view.get("link") or "", "")
         if kind == NOTICE:
-            view = trim_notice(view)
+            view = localize_notice(trim_notice(view), self.tz, self.locale)
             e = escaped(view, feishu_md)
+            if view.get("message"):  # its lines kept, each escaped
+                e["message"] = by_line(view["message"], feishu_md)
             body = self._t("notice_body", e)
             title = _line(self._t("notice_title", view))
             card = _card(title, view["severity"], [_md(body)], view.get("link") or "", self._t("button", e))

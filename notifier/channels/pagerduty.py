@@ -1,4 +1,4 @@
-"""PagerDuty Events API v2: ``trigger`` with a stable ``dedup_key`` per app, ``resolve`` with the same key.
+"""PagerDuty Events API v2: ``trigger`` with a stable ``dedup_key`` per app and kind, ``resolve`` with the same key.
 
 Limits (Events API v2 docs): the event at most 512 KB, ``summary`` at most 1,024 characters,
 ``dedup_key`` at most 255 (a longer one is shortened with a hash of the whole). ``custom_details``
@@ -29,10 +29,10 @@ from notifier.channels._fit import items, largest, left_out
 from notifier.channels._http import status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.digest import digest, short
+from notifier.digest import digest, localize_notice, short
 from notifier.render import Templates, fallback_text
 
-__all__ = ["PagerDutyChannel", "dedup_key"]
+__all__ = ["INCIDENTS", "PagerDutyChannel", "dedup_key", "incident_of"]
 
 EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
 MAX_SUMMARY = 1024
@@ -41,9 +41,28 @@ MAX_DETAILS = 64 * 1024
 MAX_EVENT = 512 * 1024
 
 
-def dedup_key(app: Mapping[str, Any]) -> str:
-    """One incident per Application; names too long for 255 characters keep a prefix and a hash of the whole."""
-    key = f"driftguard/{app.get('namespace') or 'argocd'}/{app['name']}"
+INCIDENTS = ("drift", "sync", "render", "prune")
+"""One PagerDuty incident per app and kind, each resolved on its own condition (notifier/delivery.py):
+an acknowledged drift incident must not swallow a later sync failure on the same app."""
+_BY_EVENT = {
+    "sync-failed": "sync",
+    "render-refused": "render",
+    "prune-pending": "prune",
+    "drift-reverted": "drift",
+}
+
+
+def incident_of(view: Mapping[str, Any]) -> str:
+    """The incident kind a view belongs to: the worker's ``incident``, else the notice's event's, else drift."""
+    given = view.get("incident")
+    if given in INCIDENTS:
+        return str(given)
+    return _BY_EVENT.get(str(view.get("event") or ""), "drift")
+
+
+def dedup_key(app: Mapping[str, Any], incident: str = "drift") -> str:
+    """One incident per Application and kind; names too long for 255 characters keep a prefix and a hash of the whole."""
+    key = f"driftguard/{app.get('namespace') or 'argocd'}/{app['name']}/{incident}"
     if len(key) <= MAX_DEDUP_KEY:
         return key
     digest_ = hashlib.sha256(key.encode()).hexdigest()[:32]
@@ -80,15 +99,16 @@ class PagerDutyChannel:
         self.templates = templates
 
     def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
-        key = dedup_key(view["app"])
+        key = dedup_key(view["app"], incident_of(view))
         if kind == RESOLVE:
             return {"event_action": "resolve", "dedup_key": key}
         details: dict[str, Any]
         resource_links: list[dict[str, str]] = []
         if kind == NOTICE:
+            view = localize_notice(view, self.tz, self.locale)
             title = self.templates.render("pagerduty", self.locale, "notice_title", view)
             body = self.templates.render("pagerduty", self.locale, "notice_body", view)
-            summary = _summary(f"{title}: {body}")
+            summary = _summary(f"{title}{'：' if self.locale == 'zh-CN' else ': '}{body}")
             details = {
                 "app": view["app"],
                 "event": view["event"],

@@ -22,8 +22,8 @@ from notifier.channels._fit import MAX_ITEMS, items, largest, left_out
 from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
-from notifier.digest import digest, trim_notice
-from notifier.escape import escaped, slack_code, slack_text
+from notifier.digest import digest, localize_notice, trim_notice
+from notifier.escape import by_line, escaped, slack_code, slack_text
 from notifier.render import Templates, fallback_text
 
 __all__ = ["SlackChannel"]
@@ -111,24 +111,29 @@ class SlackChannel:
     def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
         if kind in (NOTICE, FALLBACK):
             if kind == NOTICE:
-                view = trim_notice(view)
+                view = localize_notice(trim_notice(view), self.tz, self.locale)
                 title = self._t("notice_title", view)
-                text = self._t("notice_body", escaped(view, slack_code))
+                e = escaped(view, slack_code)
+                if view.get("message"):  # its lines kept, each escaped (a ``` block in the template)
+                    e["message"] = by_line(view["message"], slack_code)
+                text = self._t("notice_body", e)
             else:
                 title = f"driftguard: {view['app']['name']}"
                 text = slack_text(fallback_text(view, self.locale))
-            return {
-                "text": _cut(slack_text(title), MAX_TEXT),
-                "blocks": [_header(title), _section(_cut_lines(text))],
-            }
+            blocks = [_header(title), _section(_cut_lines(text))]
+            if view.get("link"):  # every message links to Argo CD (issue 30)
+                blocks.append(
+                    {"type": "actions", "elements": [_button(self._t("button", view), view["link"])]}
+                )
+            return {"text": _cut(slack_text(title), MAX_TEXT), "blocks": blocks}
         d = digest(view, tz=self.tz, now=now or datetime.now(UTC), locale=self.locale)
         e = escaped(d, slack_code)
         if kind == RESOLVE:
             text = _cut_lines(self._t("resolved", e))
-            return {
-                "text": _cut(slack_text(self._t("resolved_title", d)), MAX_TEXT),
-                "blocks": [_section(text)],
-            }
+            blocks = [_section(text)]
+            if d["link"]:
+                blocks.append({"type": "actions", "elements": [_button(self._t("button", e), d["link"])]})
+            return {"text": _cut(slack_text(self._t("resolved_title", d)), MAX_TEXT), "blocks": blocks}
         title = self._t("title", d)
         lines = [self._t(macro, item) for macro, item in items(e)]
         facts, todo = _cut_lines(self._t("facts", e)), _cut_lines(self._t("todo", e))

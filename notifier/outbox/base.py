@@ -89,6 +89,15 @@ MIGRATIONS: list[list[str]] = [
         # at most one open episode per app: two replicas opening one at once store it once
         "CREATE UNIQUE INDEX IF NOT EXISTS drift_journal_open ON drift_journal(app) WHERE healed_at IS NULL",
     ],
+    # 4: the admission witness (issue 30): the masked field diff of a person's write to an object
+    # Argo CD tracks, for the drift self-heal reverts before the notifier reads (notifier/witness.py)
+    [
+        "CREATE TABLE IF NOT EXISTS admission_changes (event_id TEXT PRIMARY KEY, at REAL NOT NULL,"
+        " api_group TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
+        ' uid TEXT NOT NULL, "user" TEXT NOT NULL, field_manager TEXT NOT NULL, changes TEXT NOT NULL)',
+        "CREATE INDEX IF NOT EXISTS admission_changes_by_name ON admission_changes(namespace, name, at)",
+        "CREATE INDEX IF NOT EXISTS admission_changes_by_at ON admission_changes(at)",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code writes; a store at a higher one was migrated by a newer notifier."""
@@ -502,6 +511,25 @@ class Outbox(ABC):
         ).fetchall()
         return {str(r["channel"]) for r in rows}
 
+    def sent_in_episode(self, app: str, channels: list[str], fingerprint: str) -> set[str]:
+        """Those of ``channels`` already told (or about to be told) of this drift in the app's open episode.
+
+        No time limit: a standing drift is alerted once per episode (its ``sent`` rows live until
+        ``close_incident``), a different fingerprint is new drift and alerts, and once the episode
+        closed the same drift is a new one.
+        """
+        if not channels:
+            return set()
+        marks = ",".join("?" * len(channels))
+        rows = self._x(
+            self._conn(),
+            f"SELECT channel FROM sent WHERE app=? AND fingerprint=? AND channel IN ({marks}) "  # noqa: S608 - placeholders only
+            "UNION SELECT channel FROM messages WHERE app=? AND fingerprint=? AND kind='alert' AND state='pending'"
+            f" AND channel IN ({marks})",
+            (app, fingerprint, *channels, app, fingerprint, *channels),
+        ).fetchall()
+        return {str(r["channel"]) for r in rows}
+
     def open_incident(self, app: str, *, name: str, namespace: str, fingerprint: str) -> None:
         now = time.time()
         with self._tx() as db:
@@ -516,6 +544,18 @@ class Outbox(ABC):
     def incident(self, app: str) -> dict[str, Any] | None:
         row = self._x(self._conn(), "SELECT * FROM incidents WHERE app=?", (app,)).fetchone()
         return dict(row) if row else None
+
+    def open_incidents(self, apps: list[str]) -> set[str]:
+        """Which of ``apps`` (incident keys) are open, in one read."""
+        if not apps:
+            return set()
+        marks = ",".join("?" * len(apps))
+        rows = self._x(
+            self._conn(),
+            f"SELECT app FROM incidents WHERE app IN ({marks})",  # noqa: S608 - placeholders only
+            tuple(apps),
+        ).fetchall()
+        return {str(r["app"]) for r in rows}
 
     def close_incident(self, app: str) -> bool:
         """Forget an app's open drift (and its dedup memory); True for the one caller that closed it.
@@ -606,11 +646,17 @@ class Outbox(ABC):
                 db, "DELETE FROM notifications WHERE state IN ('done','dead') AND received_at<?", (old,)
             ).rowcount
             self._x(db, "DELETE FROM intake WHERE received_at<?", (now - windows,))
-            self._x(db, "DELETE FROM sent WHERE sent_at<?", (now - windows,))
+            # an open episode's dedup memory stays as long as the episode (close_incident drops it)
+            self._x(
+                db,
+                "DELETE FROM sent WHERE sent_at<? AND app NOT IN (SELECT app FROM incidents)",
+                (now - windows,),
+            )
             self._x(db, "DELETE FROM resolves WHERE queued_at<?", (now - windows,))
             # the identity prune's own lock too: never two replicas deleting the same rows at once
             if self.identity_retention > 0 and self._singleton(db, LOCK_IDENTITY):
                 self._x(db, "DELETE FROM identity_events WHERE at<?", (now - self.identity_retention,))
+                self._x(db, "DELETE FROM admission_changes WHERE at<?", (now - self.identity_retention,))
         return {"dead": int(dead), "removed": int(removed)}
 
     # --- for operators and tests ---------------------------------------------------------------------

@@ -50,7 +50,7 @@ def test_demo_runs_clean() -> None:
         and "refused by empty" in out
     )
     assert (
-        "告警｜deepseek-inference：GPU 上限 2 → 4（通过 kubectl-patch）" in out
+        "重要｜deepseek-inference：GPU 限制 2 → 4（通过 kubectl-patch）" in out
         and "kubectl-patch" in out
         and "ms after the webhook" in out
     )

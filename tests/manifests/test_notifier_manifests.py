@@ -93,17 +93,17 @@ def test_templates_post_json_our_webhook_accepts(tmp_path: Path) -> None:
 def test_triggers_and_subscriptions_reference_what_exists(tmp_path: Path) -> None:
     data = patched_cm(tmp_path)
     triggers = (
-        "on-drift-detected",
-        "on-drift-resolved",
-        "on-sync-failed",
-        "on-render-refused",
-        "on-prune-pending",
+        "driftguard-on-drift-detected",
+        "driftguard-on-drift-resolved",
+        "driftguard-on-sync-failed",
+        "driftguard-on-render-refused",
+        "driftguard-on-prune-pending",
     )
     for trigger in triggers:
         [cond] = yaml.safe_load(data[f"trigger.{trigger}"])
         for template in cond["send"]:
             assert f"template.{template}" in data
-    assert "OutOfSync" in data["trigger.on-drift-detected"]
+    assert "OutOfSync" in data["trigger.driftguard-on-drift-detected"]
     [sub] = yaml.safe_load(data["subscriptions"])
     assert set(sub["triggers"]) == set(triggers)
     assert all(r.split(":")[0] == "driftguard" for r in sub["recipients"])

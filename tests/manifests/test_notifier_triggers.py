@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from notifier.notices import NOTICE_TRIGGERS
+from notifier.webhook import canonical_trigger
 from notifier.webhook import validate as validate_body
 from standins.argo_api import application
 
@@ -22,11 +23,11 @@ from .reference import crd_schema
 from .test_notifier_manifests import go_template, patched_cm
 
 TRIGGERS = (
-    "on-drift-detected",
-    "on-drift-resolved",
-    "on-sync-failed",
-    "on-render-refused",
-    "on-prune-pending",
+    "driftguard-on-drift-detected",
+    "driftguard-on-drift-resolved",
+    "driftguard-on-sync-failed",
+    "driftguard-on-render-refused",
+    "driftguard-on-prune-pending",
 )
 REFUSAL = (
     "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown"
@@ -84,11 +85,16 @@ def shape(name: str) -> dict[str, Any]:
         name == "reverted-after-failed-sync"
     ):  # a person put it back by hand; the last operation stays Failed
         status["operationState"] = _op("Failed", message="one or more objects failed to apply")
-    elif name == "render-refused":
+    elif name in ("render-refused", "render-refused-pruning"):
         status["sync"]["status"] = "Unknown"
         status["conditions"] = [
             {"type": "ComparisonError", "message": REFUSAL, "lastTransitionTime": "2026-11-29T14:00:00Z"}
         ]
+        if name == "render-refused-pruning":
+            # Argo CD marks every live resource requiresPruning when no target could be loaded
+            # (controller/state.go v3.5.1: failedToLoadObjs, RequiresPruning = targetObj == nil && liveObj != nil)
+            for r in status["resources"]:
+                r["requiresPruning"] = True
     elif name == "other-condition":
         status["conditions"] = [{"type": "SharedResourceWarning", "message": "shared with another app"}]
     elif name == "requires-pruning":
@@ -127,17 +133,18 @@ def shape(name: str) -> dict[str, Any]:
 EXPECTED = {
     "no-status": set(),
     "empty-status": set(),
-    "synced": {"on-drift-resolved"},
-    "out-of-sync": {"on-drift-detected"},
-    "out-of-sync-degraded": {"on-drift-detected"},
-    "sync-running": {"on-drift-detected"},
-    "sync-failed": {"on-drift-detected", "on-sync-failed"},
-    "sync-error": {"on-drift-detected", "on-sync-failed"},
-    "reverted-after-failed-sync": {"on-drift-resolved", "on-sync-failed"},
-    "render-refused": {"on-render-refused"},
-    "other-condition": {"on-drift-resolved"},
-    "requires-pruning": {"on-drift-detected", "on-prune-pending"},
-    "prune-skipped": {"on-drift-resolved", "on-prune-pending"},
+    "synced": {"driftguard-on-drift-resolved"},
+    "out-of-sync": {"driftguard-on-drift-detected"},
+    "out-of-sync-degraded": {"driftguard-on-drift-detected"},
+    "sync-running": {"driftguard-on-drift-detected"},
+    "sync-failed": {"driftguard-on-drift-detected", "driftguard-on-sync-failed"},
+    "sync-error": {"driftguard-on-drift-detected", "driftguard-on-sync-failed"},
+    "reverted-after-failed-sync": {"driftguard-on-drift-resolved", "driftguard-on-sync-failed"},
+    "render-refused": {"driftguard-on-render-refused"},
+    "render-refused-pruning": {"driftguard-on-render-refused"},  # one message: the prune summary rides in it
+    "other-condition": {"driftguard-on-drift-resolved"},
+    "requires-pruning": {"driftguard-on-drift-detected", "driftguard-on-prune-pending"},
+    "prune-skipped": {"driftguard-on-drift-resolved", "driftguard-on-prune-pending"},
 }
 
 
@@ -180,7 +187,12 @@ def test_every_trigger_is_handled_by_the_notifier_and_subscribed(cm: dict[str, s
 
     handled = {"on-drift-detected"} | RESOLVE_TRIGGERS | set(NOTICE_TRIGGERS)
     [sub] = yaml.safe_load(cm["subscriptions"])
-    assert set(sub["triggers"]) == set(TRIGGERS) <= handled
+    assert set(sub["triggers"]) == set(TRIGGERS)
+    assert {canonical_trigger(t) for t in TRIGGERS} <= handled
+    # issue 32: nothing driftguard ships redefines a name of Argo CD's catalog
+    assert all(
+        k.split(".", 1)[1].startswith("driftguard-") for k in cm if k.startswith(("trigger.", "template."))
+    )
     for trigger, conds in conditions(cm).items():
         for cond in conds:
             assert "oncePer" not in cond  # see the patch's header: once per episode needs the record cleared
@@ -192,7 +204,8 @@ def test_every_trigger_is_handled_by_the_notifier_and_subscribed(cm: dict[str, s
                 if situation == "no-status":
                     continue  # Argo CD sends nothing for an app it has not reconciled
                 body = json.loads(go_template(hook["body"], app))
-                assert validate_body(body) == ("shop", "argocd", trigger)
+                assert validate_body(body) == ("shop", "argocd", canonical_trigger(trigger))
+                assert body["trigger"] == trigger
 
 
 def engine(cond: dict[str, Any], states: list[dict[str, Any]]) -> list[int]:
@@ -222,7 +235,7 @@ def _drift(n: int) -> dict[str, Any]:
 
 
 EPISODES: dict[str, tuple[list[Callable[[], dict[str, Any]]], list[int]]] = {
-    "on-drift-detected": (
+    "driftguard-on-drift-detected": (
         [
             lambda: shape("synced"),
             lambda: _drift(1),
@@ -233,7 +246,7 @@ EPISODES: dict[str, tuple[list[Callable[[], dict[str, Any]]], list[int]]] = {
         ],
         [1, 5],
     ),
-    "on-drift-resolved": (
+    "driftguard-on-drift-resolved": (
         [
             lambda: shape("sync-failed"),
             lambda: shape("reverted-after-failed-sync"),
@@ -243,7 +256,7 @@ EPISODES: dict[str, tuple[list[Callable[[], dict[str, Any]]], list[int]]] = {
         ],
         [1, 4],
     ),
-    "on-sync-failed": (
+    "driftguard-on-sync-failed": (
         [
             lambda: shape("sync-running"),
             lambda: shape("sync-failed"),
@@ -253,7 +266,7 @@ EPISODES: dict[str, tuple[list[Callable[[], dict[str, Any]]], list[int]]] = {
         ],
         [1, 4],
     ),
-    "on-render-refused": (
+    "driftguard-on-render-refused": (
         [
             lambda: shape("synced"),
             lambda: shape("render-refused"),
@@ -263,7 +276,7 @@ EPISODES: dict[str, tuple[list[Callable[[], dict[str, Any]]], list[int]]] = {
         ],
         [1, 4],
     ),
-    "on-prune-pending": (
+    "driftguard-on-prune-pending": (
         [
             lambda: shape("synced"),
             lambda: shape("requires-pruning"),

@@ -133,6 +133,37 @@ def test_open_drift_is_rechecked_and_new_drift_alerts(app: Flask, argo: FakeArgo
     assert "Secret" in rx.on("/feishu")[-1].body.decode()
 
 
+def test_a_standing_drift_is_alerted_once_per_episode_however_long_it_stands(
+    app: Flask, argo: FakeArgo, rx: Receivers
+) -> None:
+    """Issue 30: dedup was a time window, so a standing drift was re-sent at every re-check once
+    the window had passed. Now: once per episode and fingerprint; after the app matched Git again
+    the same drift is a new episode and alerts."""
+    drill_app(argo, secret_changed=False)
+    post(app.test_client(), notification())
+    w = worker(app)
+    w.drain()
+    assert [len(rx.on(p)) for p in ("/feishu", "/slack", "/pagerduty")] == [1, 1, 1]
+    # the dedup window long gone: the sent marks look a day old
+    outbox(app).query("UPDATE sent SET sent_at = sent_at - 86400")
+    outbox(app).sweep(dead_after=86400.0 * 2, retention=86400.0 * 7, windows=600.0)
+    for _ in range(3):
+        w.recheck_interval = 0.0
+        w._last_recheck = 0.0
+        w.run_once()
+        w.recheck_interval = 3600.0
+        w.drain()
+    assert [len(rx.on(p)) for p in ("/feishu", "/slack", "/pagerduty")] == [1, 1, 1]
+    drill_app(argo, patched=False, secret_changed=False, sync="Synced")  # self-heal put it back
+    post(app.test_client(), notification(trigger="on-drift-resolved"))
+    w.drain()
+    drill_app(argo, secret_changed=False)  # the same kubectl patch again: a new episode
+    post(app.test_client(), notification())
+    w.drain()
+    alerts = [r for r in rx.on("/feishu") if "resolved" not in r.body.decode().lower()]
+    assert len(alerts) >= 2 and len(rx.on("/pagerduty")) == 3  # trigger, resolve, trigger
+
+
 def test_metrics_and_health(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
     drill_app(argo)
     client = app.test_client()

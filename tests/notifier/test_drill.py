@@ -44,19 +44,18 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
     assert card["msg_type"] == "interactive" and card["card"]["schema"] == "2.0"
     assert card["card"]["header"]["template"] == "orange"  # human drift: error
     title = card["card"]["header"]["title"]["content"]
-    assert title.startswith("告警｜deepseek-inference：GPU 上限 2 → 4（通过 kubectl-patch）"), title
+    assert title.startswith("重要｜deepseek-inference：GPU 限制 2 → 4（通过 kubectl-patch）"), title
     lines = "\n".join(
         e["content"] for e in card["card"]["body"]["elements"] if e["tag"] == "markdown"
     ).splitlines()
     gpu_line = next(line for line in lines if "nvidia.com/gpu" in line)
     # a readable path (the container by name), the field manager labelled as one, the time with its
-    # age; on both stores the identity join ran and found no record (no audit or admission source fed)
-    unmatched = "（未匹配到身份记录）"
+    # age; identity is not configured here (no audit token), so no identity wording at all (issue 30)
     assert gpu_line.startswith(
         '- **Deployment** ai-serving/deepseek-inference · containers&#91;server&#93;.resources.limits&#91;"nvidia.com/gpu"&#93;：2 → **4** · 通过 kubectl-patch 修改'
-        + unmatched
         + " · 2026-11-29 14:02 UTC（"
     ), gpu_line
+    assert "身份记录" not in "\n".join(lines)
     assert "操作者" not in "\n".join(lines)
     assert any(line.startswith("**处理建议（手动改动）**：") for line in lines)
     button, resource = card["card"]["body"]["elements"][-2:]
@@ -78,7 +77,10 @@ def test_one_alert_per_channel_naming_the_gpu_change_and_the_actor(
     assert "GPU" in message["blocks"][0]["text"]["text"]
 
     event = pd[0].json()
-    assert event["event_action"] == "trigger" and event["dedup_key"] == "driftguard/argocd/deepseek-inference"
+    assert (
+        event["event_action"] == "trigger"
+        and event["dedup_key"] == "driftguard/argocd/deepseek-inference/drift"
+    )
     assert event["payload"]["severity"] == "error"
     assert "GPU limit 2 -> 4 (kubectl-patch)" in event["payload"]["summary"]
     changes = event["payload"]["custom_details"]["changes"]

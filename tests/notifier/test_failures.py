@@ -108,7 +108,7 @@ def test_a_wrong_application_answer_is_never_alerted_under_another_name(
             "无法生成 deepseek-inference 的详细告警" in sent
         )
         if path == "/pagerduty":
-            assert captured.json()["dedup_key"] == "driftguard/argocd/deepseek-inference"
+            assert captured.json()["dedup_key"] == "driftguard/argocd/deepseek-inference/drift"
     assert 'driftguard_notifier_failures_total{stage="expand"} 2.0' in metrics(app2)
 
 

@@ -247,7 +247,7 @@ def test_identity_at_one_replica_names_the_person_in_another_replicas_alert_and_
             ({}, b"{}", 401),
             (auth, b"not json", 400),
             (auth, json.dumps({"kind": "EventList", "apiVersion": "v1", "items": []}).encode(), 400),
-            (auth, b"x" * (2 * 1024 * 1024), 413),
+            (auth, b"x" * (9 * 1024 * 1024), 413),
         ):
             bad = requests.post(audit, data=raw, headers=headers, timeout=10)
             assert bad.status_code == status and bad.json()["error"], (status, bad.text)

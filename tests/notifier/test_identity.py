@@ -210,7 +210,7 @@ def test_no_identity_record_matched_says_so(
             400,
             "apiVersion",
         ),
-        (AUDIT_TOKEN, b"x" * (2 * 1024 * 1024), 413, "larger"),
+        (AUDIT_TOKEN, b"x" * (9 * 1024 * 1024), 413, "larger"),
     ],
 )
 def test_bad_audit_posts_get_a_clear_4xx_and_lose_nothing(

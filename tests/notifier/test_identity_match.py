@@ -91,7 +91,7 @@ def test_without_a_read_token_configured_asking_is_off(app: Flask) -> None:
         (json.dumps({"writes": [write("yesterday")]}).encode(), 400, "writes[0].time"),
         (json.dumps({"writes": [{**write(None), "extra": 1}]}).encode(), 400, "unknown field"),
         (json.dumps({"writes": [write(None)] * 101}).encode(), 413, "at most 100"),
-        (b"x" * (2 * 1024 * 1024), 413, "larger"),
+        (b"x" * (9 * 1024 * 1024), 413, "larger"),
     ],
 )
 def test_a_bad_question_gets_a_clear_4xx(idapp: Flask, raw: bytes, status: int, says: str) -> None:

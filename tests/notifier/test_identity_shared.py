@@ -248,7 +248,7 @@ def test_a_version_2_file_with_the_identity_and_journal_tables_migrates_keeping_
     old.commit()
     old.close()
     outbox = SqliteOutbox(path)
-    assert outbox.schema_version() == SCHEMA_VERSION == 3
+    assert outbox.schema_version() == SCHEMA_VERSION == 4  # 4: the admission witness (issue 30)
     [episode] = OutboxJournal(outbox).episodes()
     assert (episode["id"], episode["who"], episode["open"]) == ("ep1", "bob", True)
     outbox.close()

@@ -227,8 +227,15 @@ def check_limits(kind: str, body: bytes, report: DriftReport | None = None) -> d
             if b["type"] == "section":
                 text = b["text"]["text"]
                 assert len(text) <= 3000
+                fenced = False  # a quoted Argo CD message keeps its lines in a ``` block
                 for line in text.split("\n"):
-                    assert line.count("`") % 2 == 0, line  # every code span closed on its line
+                    if line == "```":
+                        fenced = not fenced
+                    elif fenced:
+                        assert "`" not in line, line  # nothing inside can close the block
+                    else:
+                        assert line.count("`") % 2 == 0, line  # every code span closed on its line
+                assert not fenced, text
         assert len(msg["text"]) <= 3000 and "<" not in msg["text"]
     else:
         assert len(body) <= 512 * 1024
@@ -448,7 +455,19 @@ def test_times_follow_the_configured_zone_with_the_age() -> None:
         kind="alert",
         now=datetime(2026, 11, 29, 14, 5, 30, tzinfo=UTC),
     )
-    assert "2026-11-29 22:02 CST（3 分钟前）" in _markdown(payload)
+    # issue 30: never "CST" (it also reads as US Central): 北京时间 in Chinese, UTC+8 in English
+    assert "北京时间 2026-11-29 22:02（3 分钟前）" in _markdown(payload)
+    assert "CST" not in json.dumps(payload, ensure_ascii=False)
+    en = build_channels(parse_config({**raw, "locale": "en"}), TEMPLATES)["f"]
+    text = json.dumps(
+        en.payload(
+            view(DriftReport(app(), [ResourceDrift(key, "modified", [c])])),
+            kind="alert",
+            now=datetime(2026, 11, 29, 14, 5, 30, tzinfo=UTC),
+        ),
+        ensure_ascii=False,
+    )
+    assert "2026-11-29 22:02 UTC+8" in text and "CST" not in text
 
 
 def _plain(msg: dict[str, Any]) -> str:
@@ -776,3 +795,39 @@ def test_the_render_refused_notice_quotes_the_gating_key_past_the_first_lines() 
         msg = check_limits(name, ch.prepare(ch.payload(n, kind="notice")).body)
         text = json.dumps(msg, ensure_ascii=False)
         assert "enabled" in text and "relies on the chart default" in text, name
+
+
+def test_zh_cn_reads_as_a_chinese_sre_writes() -> None:
+    """Issue 30: the Kubernetes zh-cn docs' terms (限制/请求, 字段路径), no 告警 as a severity name inside
+    messages that are all 告警, 项/个 for resources, full-width punctuation, no "CST"."""
+    from notifier.render import sample_views
+
+    texts = []
+    for name in ("feishu", "slack", "pagerduty"):
+        raw = {"locale": "zh-CN", "timeZone": "Asia/Shanghai", "channels": {"c": _channel_cfg(name)}}
+        ch = build_channels(parse_config(raw), TEMPLATES)["c"]
+        for v in sample_views():
+            kind = (
+                v["kind"]
+                if v["kind"] in ("notice", "fallback")
+                else ("resolve" if not v.get("resources") else "alert")
+            )
+            texts.append(json.dumps(ch.payload(v, kind=kind), ensure_ascii=False))
+    every = "\n".join(texts)
+    for wrong in ("上限", "申请量", "字段指针", "带清理", "告警｜", "CST", "处资源"):
+        assert wrong not in every, wrong
+    assert "字段路径" in every
+    assert not re.search(r"[\u4e00-\u9fff]: ", every)  # no ASCII colon after Chinese text
+    assert "sample-app: " not in every  # the title's own colon is full-width too (PagerDuty's summary)
+
+
+def _channel_cfg(name: str) -> dict[str, Any]:
+    return {
+        "feishu": {"type": "feishu", "url": "https://open.feishu.example.com/hook"},
+        "slack": {"type": "slack", "url": "https://hooks.slack.example.com/x", "locale": "zh-CN"},
+        "pagerduty": {
+            "type": "pagerduty",
+            "routing_key": "0123456789abcdef0123456789abcdef",
+            "locale": "zh-CN",
+        },
+    }[name]

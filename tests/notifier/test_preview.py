@@ -79,8 +79,9 @@ def test_preview_uses_a_template_override_and_the_time_zone(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     card = json.loads(done.stdout)["card"]
-    assert card["header"]["title"]["content"].startswith("【团队】告警｜deepseek-inference：GPU 上限 2 → 4")
-    assert " CST（" in json.dumps(card, ensure_ascii=False)
+    assert card["header"]["title"]["content"].startswith("【团队】重要｜deepseek-inference：GPU 限制 2 → 4")
+    text = json.dumps(card, ensure_ascii=False)
+    assert "北京时间" in text and "CST" not in text  # issue 30: CST also reads as US Central
 
 
 def test_a_broken_override_is_reported(tmp_path: Path) -> None:

@@ -150,8 +150,11 @@ def test_the_new_triggers_each_send_their_own_message(
     refused["status"]["conditions"] = [
         {
             "type": "ComparisonError",
+            # as Argo CD stores the CMP's refusal (driftguard/cause.py: the wrapping, then the CMP's lines)
             "message": "Failed to load target state: rpc error: code = Unknown desc = plugin sidecar failed."
-            " refused by empty-output: the render produced 0 resources\nfix: set allowEmpty if intended\n"
+            " error generating manifests in cmp: rpc error: code = Unknown desc = `driftguard-cmp generate`"
+            " failed exit status 3: driftguard: refused by empty-output: the render produced 0 resources\n"
+            "fix: set allowEmpty if intended\n"
             "line 3\nline 4\nline 5\nline 6\nline 7 is past the first lines",
         }
     ]
@@ -212,7 +215,7 @@ def test_the_new_triggers_each_send_their_own_message(
         and "synced and pruned nothing" in slack
     )
     assert "line 7" not in slack
-    assert "清单生成被拒绝" in text("/feishu", "app-refused") and "refused by empty-output" in text(
+    assert "driftguard 拒绝渲染" in text("/feishu", "app-refused") and "refused by empty-output" in text(
         "/feishu", "refused"
     )
     assert "admission webhook denied" in text("/slack", "app-failed") and "Sync failed" in text(

@@ -42,7 +42,7 @@ def test_signed_interactive_card(rx: Receivers) -> None:
     )
     # the title carries the change and the field manager, not only "drift in <app>"
     assert card["header"]["title"]["content"] == (
-        "告警｜shop-api：镜像 registry.example.com/api:0 → registry.example.com/api:0-hotfix（通过 kubectl-set）"
+        "重要｜shop-api：镜像 registry.example.com/api:0 → registry.example.com/api:0-hotfix（通过 kubectl-set）"
     )
     button, resource = card["body"]["elements"][-2:]
     assert button["tag"] == "button" and button["type"] == "primary"

@@ -31,11 +31,11 @@ def test_trigger_then_resolve_share_the_dedup_key(rx: Receivers) -> None:
     sender.send(ch, ch.payload(small_view(), kind="resolve"))
     trigger, resolve = (c.json() for c in rx.on("/pagerduty"))
     assert trigger["routing_key"] == KEY and trigger["event_action"] == "trigger"
-    assert trigger["dedup_key"] == resolve["dedup_key"] == "driftguard/argocd/shop-api"
+    assert trigger["dedup_key"] == resolve["dedup_key"] == "driftguard/argocd/shop-api/drift"
     assert resolve == {
         "routing_key": KEY,
         "event_action": "resolve",
-        "dedup_key": "driftguard/argocd/shop-api",
+        "dedup_key": "driftguard/argocd/shop-api/drift",
     }
     p = trigger["payload"]
     assert (p["severity"], p["source"], p["component"], p["group"]) == (
@@ -72,3 +72,21 @@ def test_answers(rx: Receivers, status: int, error: type[Exception]) -> None:
 def test_routing_key_is_validated() -> None:
     with pytest.raises(ConfigError, match="routing_key"):
         PagerDutyChannel(ChannelConfig("pd", "pagerduty", routing_key="short"), Templates(), locale="en")
+
+
+def test_each_incident_kind_has_its_own_dedup_key(rx: Receivers) -> None:
+    """Issue 30: one key per app silenced a sync failure behind an acknowledged drift incident."""
+    from driftguard.report import AppInfo
+    from notifier.render import notice_view
+
+    ch = channel(rx)
+    app = AppInfo("shop-api", destination_namespace="shop")
+    keys = {
+        "drift": ch.payload(small_view(), kind="alert")["dedup_key"],
+        "prune": ch.payload({**small_view(), "incident": "prune"}, kind="alert")["dedup_key"],
+        "sync": ch.payload(notice_view(app, event="sync-failed"), kind="notice")["dedup_key"],
+        "render": ch.payload(notice_view(app, event="render-refused"), kind="notice")["dedup_key"],
+    }
+    assert keys == {k: f"driftguard/argocd/shop-api/{k}" for k in keys}
+    resolve = ch.payload({**small_view(), "incident": "sync"}, kind="resolve")
+    assert resolve["dedup_key"] == keys["sync"]

@@ -25,7 +25,7 @@ def test_blocks_and_fallback(rx: Receivers) -> None:
     HttpSender().send(ch, ch.payload(small_view(), kind="alert"))
     body = rx.on("/slack")[0].json()
     # the zh-CN fallback is Chinese, plain words, no values or JSON
-    assert body["text"] == "[告警] shop-api：需关注 1 处，最新改动：镜像（通过 kubectl-set）"
+    assert body["text"] == "[重要] shop-api：需关注 1 项，最新改动：镜像（通过 kubectl-set）"
     assert [b["type"] for b in body["blocks"]] == [
         "header",
         "section",
@@ -35,7 +35,7 @@ def test_blocks_and_fallback(rx: Receivers) -> None:
         "actions",
     ]
     assert "通过 `kubectl-set` 修改" in body["blocks"][2]["text"]["text"]
-    assert body["blocks"][3]["text"]["text"] == "_全部 1 处改动均已列出。_"
+    assert body["blocks"][3]["text"]["text"] == "_全部 1 项均已列出。_"
     assert (
         body["blocks"][-1]["elements"][0]["url"] == "https://argocd.example.com/applications/argocd/shop-api"
     )
