@@ -35,7 +35,7 @@ from standins import argo_api, receivers  # noqa: E402
 from standins.apiserver import admission_review  # noqa: E402
 from standins.drill import inference_live, serve_drill  # noqa: E402
 
-PATCH = ROOT / "manifests" / "base" / "notifier" / "argocd-notifications-cm-patch.yaml"
+PATCH = ROOT / "manifests" / "components" / "argocd" / "argocd-notifications-cm-patch.yaml"
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 WRAP = (
     "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown"

@@ -29,7 +29,14 @@ from tests.manifests.expr import ExprError, evaluate
 from tests.manifests.test_notifier_manifests import go_template
 
 ROOT = Path(__file__).resolve().parents[2]
-PATCH = ROOT / "manifests" / "base" / "notifier" / "argocd-notifications-cm-patch.yaml"
+PATCH = ROOT / "manifests" / "components" / "argocd" / "argocd-notifications-cm-patch.yaml"
+SUBSCRIPTIONS = ROOT / "manifests" / "components" / "argocd-default-subscriptions" / "argocd-notifications-cm-patch.yaml"
+
+
+def _shipped() -> dict[str, str]:
+    """The component's keys plus the default subscriptions of the other component."""
+    data: dict[str, str] = yaml.safe_load(PATCH.read_text())["data"]
+    return {**data, **yaml.safe_load(SUBSCRIPTIONS.read_text())["data"]}
 RETRY_MAX = 3
 
 
@@ -44,7 +51,7 @@ class Sent:
 class NotificationsEngine:
     """The shipped triggers, templates and default subscription, and the per-app notified state."""
 
-    data: dict[str, str] = field(default_factory=lambda: yaml.safe_load(PATCH.read_text())["data"])
+    data: dict[str, str] = field(default_factory=_shipped)
     state: dict[str, int] = field(default_factory=dict)
     clock: int = 0
 
