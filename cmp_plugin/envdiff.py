@@ -485,7 +485,11 @@ def _diff_env(
             rendered[label] = _render(env, trees[label], settings)
         except DriftguardError as exc:
             detail = (getattr(exc, "stderr", "") or "").strip()
-            out.errors[label] = str(exc).splitlines()[0] + (f": {detail.splitlines()[-1]}" if detail else "")
+            msg = str(exc).splitlines()[0] + (f": {detail.splitlines()[-1]}" if detail else "")
+            # the checkout's temporary path is not part of the error: the same error at base and at
+            # head must read the same (an error already there at base does not fail the check)
+            tree = str(trees[label])
+            out.errors[label] = msg.replace(tree + "/", "").replace(tree, ".")
             rendered[label] = empty
     if base is not None and head is not None:
         out.definition = _definition_changes(base, head)
