@@ -41,8 +41,15 @@ def oneline(value: object) -> str:
 
 def text(value: object) -> str:
     """Inline Markdown that renders as exactly ``oneline(value)``."""
-    escaped = _PUNCT.sub(r"\\\1", oneline(value))
-    return "".join(_ENTITIES.get(ch, ch) for ch in escaped)
+    escaped = "".join(_ENTITIES.get(ch, ch) for ch in _PUNCT.sub(r"\\\1", oneline(value)))
+    # a paragraph's or heading's first and last whitespace is stripped before inline parsing: as
+    # numeric references, a name's own leading and trailing blanks stay visible
+    core = escaped.strip()
+    if not core:
+        return "".join(f"&#{ord(ch)};" for ch in escaped)
+    start = escaped.index(core[0])
+    lead, tail = escaped[:start], escaped[start + len(core) :]
+    return "".join(f"&#{ord(ch)};" for ch in lead) + core + "".join(f"&#{ord(ch)};" for ch in tail)
 
 
 def code(value: object, *, cell: bool = False) -> str:
