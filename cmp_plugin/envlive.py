@@ -20,6 +20,7 @@ notifier's identity match is configured (``DRIFTGUARD_CMP_NOTIFIER_URL`` with
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,8 @@ from driftguard.whois import IdentityMatch
 
 __all__ = ["PRUNED", "LiveChecker", "LiveDiff", "Overwrite"]
 
+# a DNS-1123 subdomain: what Kubernetes accepts as an Application's name and namespace
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 PRUNED = "(pruned)"
 """What the head render holds for a field of a resource it no longer renders."""
 WRITTEN_BY_SYNC = frozenset({HUMAN, PENDING_SYNC})
@@ -150,6 +153,12 @@ class LiveChecker:
         if d.head is None or d.base is None:
             return  # a new Application runs nothing yet; a deleted one is reported by what it prunes
         env = d.head
+        for what, value in (("Application name", env.name), ("Application namespace", env.app_namespace)):
+            if value and (len(value) > 253 or not _OBJECT_NAME.fullmatch(value)):
+                # the name goes into the API path: a PR's name like "other/managed-resources?" must
+                # never make the check read (and print) another Application's live objects
+                d.live = LiveDiff(error=f"the {what} is not a Kubernetes object name; Argo CD was not asked")
+                return
         try:
             items = self.client.managed_resources(env.name, env.app_namespace)
         except NotFound:

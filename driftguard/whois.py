@@ -55,7 +55,9 @@ class IdentityMatch:
         self._session.headers["Authorization"] = f"Bearer {token}"
         self._session.max_redirects = 0  # a redirect is an answer nobody asked for
 
-    def match(self, writes: Sequence[Mapping[str, Any]], *, deadline: float | None = None) -> list[Person | None]:
+    def match(
+        self, writes: Sequence[Mapping[str, Any]], *, deadline: float | None = None
+    ) -> list[Person | None]:
         """The person behind each write, in order (None: no record matched); UpstreamError otherwise."""
         out: list[Person | None] = []
         for start in range(0, len(writes), MAX_WRITES):

@@ -17,7 +17,7 @@ import pytest
 
 from standins import argo_api, receivers
 from standins.apiserver import audit_event
-from standins.drill import inference_desired, serve_drill
+from standins.drill import inference_desired, secret_desired, serve_drill
 from standins.processes import stop
 from tests.analysis_provider.test_identity_lookup import post_audit, start_notifier
 from tests.notifier.conftest import READ_TOKEN
@@ -283,3 +283,35 @@ def test_an_identity_lookup_that_fails_leaves_the_manager(tmp_path: Path, argo: 
         repo.path, base, head, "apps/", "--live", **live_env(argo, DRIFTGUARD_CMP_NOTIFIER_URL=argo.url)
     )
     assert bad.returncode == 2 and "DRIFTGUARD_CMP_NOTIFIER_READ_TOKEN" in bad.stderr
+
+
+def test_a_name_from_the_pr_never_steers_the_api_path(tmp_path: Path, argo: argo_api.FakeArgo) -> None:
+    """An Application named like another route is not asked about: its live objects are not read."""
+    repo, base, _ = inference_repo(tmp_path / "gitops")
+    sneaky = {**APP, "metadata": {"name": "other/managed-resources?appNamespace=x#", "namespace": "argocd"}}
+    repo.write("apps/inference.yaml", sneaky)
+    base = repo.commit("renamed")
+    repo.write("inference/extra.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    head = repo.commit("one more map")
+    proc = run_diff(repo.path, base, head, "apps/", "--live", "--format", "json", **live_env(argo))
+    assert proc.returncode == 0, proc.stderr
+    [env] = validated(proc.stdout)["environments"]
+    assert "not a Kubernetes object name" in env["live"]["error"]
+    assert not [p for p, _, _ in argo.requests if "managed-resources" in p]
+
+
+def test_a_secret_hotfix_is_named_and_its_values_never_shown(tmp_path: Path, argo: argo_api.FakeArgo) -> None:
+    """The drill's Secret was edited live (kubectl-edit); the merge re-applies Git's: masked both ways."""
+    repo, _, _ = inference_repo(tmp_path / "gitops")
+    repo.write("inference/secret.yaml", secret_desired("db-PLANTED-password"))
+    base = repo.commit("the Secret in Git")
+    repo.write("inference/extra.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    head = repo.commit("one more map")
+    proc = run_diff(repo.path, base, head, "apps/", "--live", "--format", "json", **live_env(argo))
+    assert proc.returncode == 0, proc.stderr
+    assert "PLANTED" not in proc.stdout and "PLANTED" not in proc.stderr
+    found = {(o["kind"], o["path"]): o for o in overwrites(validated(proc.stdout))}
+    secret = found[("Secret", "data.password")]
+    assert secret["manager"] == "kubectl-edit"
+    assert all(secret[k].startswith("***(sha256:") for k in ("live", "base", "head"))
+    assert secret["live"] != secret["base"] == secret["head"]
