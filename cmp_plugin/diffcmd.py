@@ -1,9 +1,12 @@
 """``driftguard-cmp diff``'s flags and exit codes (cli.py hands the subcommand over here).
 
 Exit 0: nothing blocks. 1: a blocking finding: an environment matching ``--fail-on-removal``
-loses resources (an Application deleted with pruning included), an ApplicationSet shrinks past
+loses resources (an Application deleted with pruning included; a generated ConfigMap/Secret whose
+hash suffix changed is a rename, not a loss), an environment matching ``--fail-on-overwrite`` would
+overwrite a live change (or its live side cannot be read), an ApplicationSet shrinks past
 ``--max-appset-shrink`` without ``--allow-appset-shrink``, or a new Application comes from a
-stray-artifact path. 2: something cannot be rendered or expanded at head.
+stray-artifact path. 2: something cannot be rendered or expanded at head, or ``--live`` is not
+configured.
 """
 
 from __future__ import annotations
@@ -60,6 +63,20 @@ def add_arguments(dif: argparse.ArgumentParser) -> None:
         default=[],
         metavar="GLOB",
         help="exit 1 when a matching environment (Application name) would lose resources",
+    )
+    dif.add_argument(
+        "--live",
+        action="store_true",
+        help="compare with the cluster through Argo CD (DRIFTGUARD_ARGOCD_URL, DRIFTGUARD_ARGOCD_TOKEN or "
+        "_TOKEN_FILE): list the live changes the merge would overwrite",
+    )
+    dif.add_argument(
+        "--fail-on-overwrite",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="with --live: exit 1 when a matching environment (Application name, Argo CD glob) would "
+        "overwrite a live change (repeatable)",
     )
     dif.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     dif.add_argument(
@@ -135,9 +152,21 @@ def progress_reporter(stream: TextIO | None = None) -> Callable[[int, int, str],
 def command(args: argparse.Namespace) -> int:
     from cmp_plugin import diffreport, envdiff
     from cmp_plugin.appset.clusters import load_clusters
+    from cmp_plugin.mdtext import oneline
     from cmp_plugin.settings import CmpSettings
+    from driftguard import globs
+    from driftguard.redact import Redactor
 
+    if args.fail_on_overwrite and not args.live:
+        sys.stderr.write("driftguard: error: --fail-on-overwrite needs --live (the cluster's side)\n")
+        return 2
     clusters = tuple(load_clusters(args.clusters)) if args.clusters else None
+    redactor = Redactor()  # Secret values masked with a key of this run only
+    live = None
+    if args.live:
+        from cmp_plugin.envlive import LiveChecker
+
+        live = LiveChecker.from_env(os.environ, redactor=redactor)
     options = envdiff.DiffOptions(
         repo_urls=tuple(args.repo_url),
         clusters=clusters,
@@ -147,6 +176,8 @@ def command(args: argparse.Namespace) -> int:
         max_apps=args.max_apps,
         timeout=args.timeout,
         stray_patterns=tuple(args.stray_pattern),
+        live=live,
+        redactor=redactor,
     )
     progress = progress_reporter()
     try:
@@ -168,23 +199,41 @@ def command(args: argparse.Namespace) -> int:
     if report.errors.get("head"):
         sys.stderr.write(
             f"driftguard: error: {len(report.errors['head'])} ApplicationSet(s) cannot be expanded at the head revision: "
-            f"{report.errors['head'][0]}\n"
+            f"{oneline(report.errors['head'][0])}\n"
         )
         return 2
     if broken:
-        sys.stderr.write(f"driftguard: error: {', '.join(broken)} cannot be rendered at the head revision\n")
+        sys.stderr.write(
+            f"driftguard: error: {oneline(', '.join(broken))} cannot be rendered at the head revision\n"
+        )
         return 2
     blocked = [
         d.name
         for d in report.diffs
         if any(fnmatch.fnmatchcase(d.name, p) for p in args.fail_on_removal) and (d.removed or d.broken)
     ]
+    # Argo CD's glob (gobwas, as sync windows match application names): driftguard/globs.py
+    overwriting = [
+        d.name
+        for d in report.diffs
+        if any(globs.match(p, d.name) for p in args.fail_on_overwrite)
+        and d.live is not None
+        and (d.live.overwrites or d.live.error)
+    ]
     findings = [f for f in report.findings if not f.allowed]
     if blocked:
         sys.stderr.write(
-            f"driftguard: refused by diff: destructive changes in {', '.join(blocked)} (--fail-on-removal)\n"
+            f"driftguard: refused by diff: destructive changes in {oneline(', '.join(blocked))} (--fail-on-removal)\n"
         )
+    for name in overwriting:
+        d = next(x for x in report.diffs if x.name == name)
+        what = (
+            f"{len(d.live.overwrites)} live change(s) would be overwritten"
+            if d.live.overwrites
+            else f"the live side cannot be read ({d.live.error})"
+        )
+        sys.stderr.write(f"driftguard: refused by diff: {oneline(name)}: {what} (--fail-on-overwrite)\n")
     for f in findings:
         fix = " (label the PR and pass --allow-appset-shrink NAME if intended)" if f.kind == "shrink" else ""
-        sys.stderr.write(f"driftguard: refused by appset-{f.kind}: {f.message}{fix}\n")
-    return 1 if blocked or findings else 0
+        sys.stderr.write(f"driftguard: refused by appset-{f.kind}: {oneline(f.message)}{fix}\n")
+    return 1 if blocked or findings or overwriting else 0

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cmp_plugin import pipeline
 from cmp_plugin.appset import Cluster, Context
@@ -41,14 +41,16 @@ from cmp_plugin.appset.git import normalize_url
 from cmp_plugin.argo_env import AppEnv, parse_parameters
 from cmp_plugin.confine import inside
 from cmp_plugin.envcause import cause_of
+from cmp_plugin.fieldchanges import FieldLine, field_changes, generator_renames
 from cmp_plugin.guards.implicit_defaults import Finding as GateFinding
 from cmp_plugin.guards.implicit_defaults import analyse
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import DriftguardError, InputError
 from driftguard.manifests import ResourceKey, load_stream, resource_key
+from driftguard.redact import Redactor
 
-__all__ = ["Change", "DiffOptions", "EnvDiff", "Environment", "Report", "diff_revisions"]
+__all__ = ["Change", "DiffOptions", "EnvDiff", "Environment", "LiveCheck", "Report", "diff_revisions"]
 
 PRUNING_FINALIZERS = (
     "resources-finalizer.argocd.argoproj.io",
@@ -71,6 +73,10 @@ class DiffOptions:
     timeout: float = 1800.0
     stray_patterns: tuple[str, ...] = ()
     """Beyond the sidecar's (DRIFTGUARD_CMP_STRAY_PATTERNS or the defaults)."""
+    live: LiveCheck | None = None
+    """``--live``: compares each environment with what runs in the cluster (cmp_plugin/envlive.py)."""
+    redactor: Redactor | None = None
+    """Masks Secret values in field changes (``--live`` shares it); default: one with a key of this run."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +93,30 @@ class Environment:
     """The ApplicationSet that generates it; empty when written by hand."""
     origin: str = ""
     """What the generator made it from (``git directory clusters/...``)."""
+    app_namespace: str = ""
+    """The Application's own namespace (Argo CD's ``appNamespace``); empty: Argo CD's."""
+    compare: str = ""
+    """The Application's ``ignoreDifferences`` and ``syncPolicy.syncOptions`` as JSON (for ``--live``)."""
 
 
 @dataclass
 class Change:
     key: ResourceKey
     cause: str = ""
+    fields: list[FieldLine] = field(default_factory=list)
+    """What changes in the resource, field by field (changed and renamed resources)."""
+    more_fields: int = 0
+    """Field changes past the ones kept in ``fields``."""
+    renamed_from: ResourceKey | None = None
+    """A generated ConfigMap/Secret: the name it had at base (its hash suffix changed)."""
+
+
+class LiveCheck(Protocol):
+    """What ``--live`` does with one environment once both revisions are rendered."""
+
+    def check(
+        self, d: EnvDiff, base: dict[ResourceKey, dict[str, Any]], head: dict[ResourceKey, dict[str, Any]]
+    ) -> None: ...
 
 
 @dataclass
@@ -102,6 +126,8 @@ class EnvDiff:
     removed: list[Change] = field(default_factory=list)
     added: list[Change] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
+    renamed: list[Change] = field(default_factory=list)
+    """Generated ConfigMaps/Secrets whose hash suffix changed: one change of their keys, not a removal."""
     kept: list[Change] = field(default_factory=list)
     """Resources of a deleted Application that stay in the cluster (no pruning finalizer, policy)."""
     definition: list[str] = field(default_factory=list)
@@ -110,6 +136,8 @@ class EnvDiff:
     """Why the Application disappears at head, when it does."""
     errors: dict[str, str] = field(default_factory=dict)
     """revision label (base/head) -> why it could not be rendered."""
+    live: Any = None
+    """With ``--live``: what merging does to the cluster as it is now (cmp_plugin/envlive.py LiveDiff)."""
 
     @property
     def env(self) -> Environment:
@@ -135,6 +163,8 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     errors: dict[str, list[str]] = field(default_factory=dict)
     """base/head -> ApplicationSets that could not be expanded, and why."""
+    live: bool = False
+    """``--live`` was used: each environment's ``live`` says what it found."""
 
 
 @dataclass
@@ -188,6 +218,7 @@ def diff_revisions(
                 "narrow the targets or raise the limit"
             )
         diffs = []
+        redactor = options.redactor or Redactor()
         for i, name in enumerate(names):
             left = deadline - time.monotonic()
             if left <= 0:
@@ -197,14 +228,18 @@ def diff_revisions(
             if progress is not None:
                 progress(i, len(names), name)
             limited = settings._replace(timeout=min(settings.timeout, left))
-            d = _diff_env(inv["base"].envs.get(name), inv["head"].envs.get(name), trees, limited)
+            d, objects = _diff_env(
+                inv["base"].envs.get(name), inv["head"].envs.get(name), trees, limited, redactor
+            )
+            if options.live is not None and not d.errors:
+                options.live.check(d, *objects)
             if d.base is not None and d.head is None:
                 _explain_deletion(d, inv, trees["head"], options)
             diffs.append(d)
         findings = _appset_findings(inv, settings, options)
     diffs.sort(key=lambda d: (not d.broken, not d.deletion, not d.removed, d.name))
     errors = {label: i.errors for label, i in inv.items() if i.errors}
-    return Report(base_sha, head_sha, diffs, findings, errors)
+    return Report(base_sha, head_sha, diffs, findings, errors, live=options.live is not None)
 
 
 @contextlib.contextmanager
@@ -384,6 +419,9 @@ def _environment_of(
             value = p.get("array", p.get("map", p.get("string", "")))
             params.append((str(p["name"]), value))
     meta = app.get("metadata") or {}
+    policy = spec.get("syncPolicy")
+    policy = policy if isinstance(policy, dict) else {}
+    compare = {"ignoreDifferences": spec.get("ignoreDifferences"), "syncOptions": policy.get("syncOptions")}
     return Environment(
         name=str(meta.get("name") or default),
         path=str(source["path"]).strip("/") or ".",
@@ -392,6 +430,8 @@ def _environment_of(
         finalizers=tuple(str(f) for f in meta.get("finalizers") or []),
         appset=appset,
         origin=origin,
+        app_namespace=str(meta.get("namespace") or ""),
+        compare=json.dumps(compare, sort_keys=True, default=str),
     )
 
 
@@ -434,9 +474,17 @@ def _confined(env: Environment, tree: Path) -> Path:
     return app_dir
 
 
+Objects = dict[ResourceKey, dict[str, Any]]
+
+
 def _diff_env(
-    base: Environment | None, head: Environment | None, trees: dict[str, Path], settings: CmpSettings
-) -> EnvDiff:
+    base: Environment | None,
+    head: Environment | None,
+    trees: dict[str, Path],
+    settings: CmpSettings,
+    redactor: Redactor,
+) -> tuple[EnvDiff, tuple[Objects, Objects]]:
+    """One environment's diff, and the objects rendered at base and head (for ``--live``)."""
     out = EnvDiff(base, head)
     empty: Rendered = ({}, {}, [])
     rendered: dict[str, Rendered] = {}
@@ -448,21 +496,38 @@ def _diff_env(
             rendered[label] = _render(env, trees[label], settings)
         except DriftguardError as exc:
             detail = (getattr(exc, "stderr", "") or "").strip()
-            out.errors[label] = str(exc).splitlines()[0] + (f": {detail.splitlines()[-1]}" if detail else "")
+            msg = str(exc).splitlines()[0] + (f": {detail.splitlines()[-1]}" if detail else "")
+            # the checkout's temporary path is not part of the error: the same error at base and at
+            # head must read the same (an error already there at base does not fail the check)
+            tree = str(trees[label])
+            out.errors[label] = msg.replace(tree + "/", "").replace(tree, ".")
             rendered[label] = empty
     if base is not None and head is not None:
         out.definition = _definition_changes(base, head)
     (b_obj, b_src, b_find), (h_obj, _, h_find) = rendered["base"], rendered["head"]
-    if "head" in out.errors:
-        return out
-    for key in sorted(b_obj.keys() - h_obj.keys()):
+    if out.errors:
+        # a side that did not render has no resources to compare: nothing is counted as removed or
+        # added against it (the report says the render failed instead)
+        return out, (b_obj, h_obj)
+    going = sorted(b_obj.keys() - h_obj.keys())
+    coming = sorted(h_obj.keys() - b_obj.keys())
+    renames = generator_renames(going, coming) if head is not None else []
+    for old, new in renames:
+        fields, more = field_changes(b_obj[old], h_obj[new], new, redactor, renamed=True)
+        out.renamed.append(Change(new, fields=fields, more_fields=more, renamed_from=old))
+    going = [k for k in going if k not in {o for o, _ in renames}]
+    coming = [k for k in coming if k not in {n for _, n in renames}]
+    for key in going:
         out.removed.append(Change(key, cause_of(key, b_src.get(key, ""), b_find, h_find) if head else ""))
-    out.added = [Change(k) for k in sorted(h_obj.keys() - b_obj.keys())]
-    out.changed = [Change(k) for k in sorted(b_obj.keys() & h_obj.keys()) if b_obj[k] != h_obj[k]]
+    out.added = [Change(k) for k in coming]
+    for k in sorted(b_obj.keys() & h_obj.keys()):
+        if b_obj[k] != h_obj[k]:
+            fields, more = field_changes(b_obj[k], h_obj[k], k, redactor)
+            out.changed.append(Change(k, fields=fields, more_fields=more))
     if head is not None and out.definition:
         for c in out.removed:
             c.cause = c.cause or f"the Application's definition changed: {'; '.join(out.definition)}"
-    return out
+    return out, (b_obj, h_obj)
 
 
 def _definition_changes(base: Environment, head: Environment) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmp_plugin import launch
-from driftguard.env import boolean, from_env, positive
+from driftguard.env import boolean, from_env, positive, secret
 from driftguard.errors import ConfigError
 
 __all__ = ["CmpSettings"]
@@ -100,6 +100,9 @@ class CmpSettings(NamedTuple):
         if host:
             port = env.get("KUBERNETES_SERVICE_PORT") or "443"
             kwargs["kube_api"] = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+        token = secret(env, "DRIFTGUARD_ARGOCD_TOKEN")  # or _TOKEN_FILE, as driftguard/argocd.py reads it
+        if token:
+            kwargs["argocd_token"] = token
         url = str(kwargs.get("argocd_url", ""))
         if url and not url.startswith(("https://", "http://")):
             raise ConfigError("DRIFTGUARD_ARGOCD_URL", f"must start with https:// (got {url!r})")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from driftguard import upstream
-from driftguard.env import boolean, from_env
+from driftguard.env import boolean, from_env, secret
 from driftguard.errors import ConfigError, NotFound, Unauthorized, UpstreamTimeout, UpstreamUnavailable
 
 __all__ = ["ArgoCDClient", "ArgoCDSettings", "ManagedResource"]
@@ -48,7 +48,8 @@ class ArgoCDSettings:
     url: str = ""
     """Base URL, e.g. https://argocd-server.argocd.svc (DRIFTGUARD_ARGOCD_URL)."""
     token: str = field(default="", repr=False)
-    """Bearer token of an account with `applications, get` (DRIFTGUARD_ARGOCD_TOKEN)."""
+    """Bearer token of an account with `applications, get` (DRIFTGUARD_ARGOCD_TOKEN, or a file named by
+    DRIFTGUARD_ARGOCD_TOKEN_FILE)."""
     ca_file: str = ""
     """CA bundle for the server certificate (DRIFTGUARD_ARGOCD_CA_FILE)."""
     insecure: bool = False
@@ -62,7 +63,12 @@ class ArgoCDSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ArgoCDSettings:
-        settings = cls(**from_env(env, ENV))
+        """Read once by every component that talks to Argo CD (the notifier, ``driftguard-cmp diff --live``)."""
+        kw = from_env(env, ENV)
+        token = secret(env, "DRIFTGUARD_ARGOCD_TOKEN")
+        if token:
+            kw["token"] = token
+        settings = cls(**kw)
         settings.validate()
         return settings
 
@@ -76,7 +82,8 @@ class ArgoCDSettings:
             raise ConfigError("DRIFTGUARD_ARGOCD_URL", f"must be an http(s) URL, got {self.url!r}")
         if not self.token:
             raise ConfigError(
-                "DRIFTGUARD_ARGOCD_TOKEN", "is required (an account token with `applications, get`)"
+                "DRIFTGUARD_ARGOCD_TOKEN",
+                "is required, or DRIFTGUARD_ARGOCD_TOKEN_FILE (an account token with `applications, get`)",
             )
         if self.timeout <= 0:
             raise ConfigError("DRIFTGUARD_ARGOCD_TIMEOUT", "must be greater than 0")
@@ -84,7 +91,6 @@ class ArgoCDSettings:
 
 ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_ARGOCD_URL": ("url", str),
-    "DRIFTGUARD_ARGOCD_TOKEN": ("token", str),
     "DRIFTGUARD_ARGOCD_CA_FILE": ("ca_file", str),
     "DRIFTGUARD_ARGOCD_NAMESPACE": ("namespace", str),
     "DRIFTGUARD_ARGOCD_INSECURE": ("insecure", boolean),

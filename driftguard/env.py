@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from driftguard.errors import ConfigError
 
-__all__ = ["boolean", "from_env", "positive"]
+__all__ = ["boolean", "from_env", "positive", "secret"]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -49,3 +50,20 @@ def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
         return value
 
     return convert
+
+
+def secret(env: Mapping[str, str], name: str) -> str:
+    """A secret from ``NAME`` or from the file ``NAME_FILE`` names (a mounted Secret key), never both.
+
+    The file's text is stripped: a mounted key often ends with a newline. Errors name the variable,
+    never the value.
+    """
+    value, path = env.get(name, ""), env.get(f"{name}_FILE", "").strip()
+    if value and path:
+        raise ConfigError(name, f"set it or {name}_FILE, not both")
+    if not path:
+        return value
+    try:
+        return Path(path).read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{name}_FILE", f"cannot be read ({type(exc).__name__})") from exc

@@ -12,7 +12,6 @@ Severity is raised to critical when a protected kind or more resources than the 
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from datetime import UTC, datetime
@@ -20,9 +19,11 @@ from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
-from driftguard.diff import ListSeg, Segment, unescape
 from driftguard.drift import HUMAN, MISSING, PRUNE_CANDIDATE
 from driftguard.identity import who
+
+# the readable path and short values are shared with the CMP's PR check, so they live below the apps
+from driftguard.readable import NAME_CHARS, PATH_CHARS, VALUE_CHARS, readable_path, short
 
 __all__ = [
     "MAX_PRUNE_COUNT",
@@ -40,18 +41,10 @@ __all__ = [
 PROTECTED_KINDS = ("PersistentVolumeClaim", "Namespace", "CustomResourceDefinition", "StatefulSet")
 MAX_PRUNE_COUNT = 10
 NAMES_PER_KIND = 5
-VALUE_CHARS = 80
-PATH_CHARS = 160
-NAME_CHARS = 120
 TITLE_VALUE = 40
 NOTICE_MESSAGE = 1500
 CAUSE_CHARS = 300
 NOTICE_LINES = 30
-_PREFIXES = (
-    "spec.jobTemplate.spec.template.spec.",
-    "spec.template.spec.",
-)
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # well-known fields, for a title that says what changed in words (the readable path stays next to it)
 _FRIENDLY = (
     (re.compile(r'resources\.limits\["nvidia\.com/gpu"\]$'), "gpu-limit"),
@@ -63,56 +56,6 @@ _FRIENDLY = (
     (re.compile(r"(^|\.)replicas$"), "replicas"),
     (re.compile(r"\.image$"), "image"),
 )
-
-
-def short(v: Any, limit: int = VALUE_CHARS) -> str:
-    """One line, at most ``limit`` characters: strings as they are, everything else compact JSON."""
-    if v is None:
-        text = "∅"
-    elif isinstance(v, str):
-        text = v
-    else:
-        text = json.dumps(v, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
-    text = " ".join(text.split()) if ("\n" in text or "\r" in text or "\t" in text) else text
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _keyed(seg: ListSeg) -> str:
-    if seg.key:
-        values = [str(v) for _, v in seg.key]
-        return "[" + ",".join(values) + "]"
-    return f"[{seg.index}]"
-
-
-def readable_path(path: str, segments: tuple[Segment, ...] = ()) -> str:
-    """``/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu`` -> ``containers[server].resources.limits["nvidia.com/gpu"]``.
-
-    List items are named by their merge key when the diff knows it (``segments``), else by index.
-    """
-    parts: list[str] = []
-    if segments:
-        for s in segments:
-            if isinstance(s, ListSeg):
-                parts.append(_keyed(s))
-            else:
-                parts.append(s)
-    else:
-        parts = [unescape(t) for t in path.split("/")[1:]] if path else []
-    out = ""
-    for p in parts:
-        if p.startswith("[") and p.endswith("]"):
-            out += p
-        elif p.isdigit() and out:
-            out += f"[{p}]"
-        elif _PLAIN.match(p):
-            out += ("." if out else "") + p
-        else:
-            out += "[" + json.dumps(p, ensure_ascii=False) + "]"
-    for prefix in _PREFIXES:
-        if out.startswith(prefix):
-            out = out[len(prefix) :]
-            break
-    return short(out, PATH_CHARS) if out else ""
 
 
 def friendly(readable: str) -> str:
