@@ -33,6 +33,8 @@ class Outcome(NamedTuple):
     keys: list[ResourceKey]
     warnings: list[str]
     notes: dict[str, object]
+    kept: list[ResourceKey]
+    """What Argo CD keeps of the render (cmp_plugin/target.py): the baseline of the next render."""
 
 
 def run(
@@ -128,7 +130,8 @@ def _run(
             import shutil  # for the clean-up below: imported while the tool works, not after
 
             from cmp_plugin.guards import GUARDS, RENDER, SOURCE, GuardContext
-            from cmp_plugin.scan import keys_of, scan_stream
+            from cmp_plugin.scan import scan_stream
+            from cmp_plugin.target import target
             from driftguard.manifests import Limits
 
             active = GUARDS if guards is None else guards
@@ -156,11 +159,12 @@ def _run(
         )
         ctx.rendered = rendered
         ctx.docs = docs
-        ctx.keys = keys_of(docs, default_namespace=env.namespace)
+        kept = target(docs, destination_namespace=env.destination_namespace)
+        ctx.keys, ctx.kept, ctx.left_out = kept.keys, kept.kept, kept.left_out
         for guard in active:
             if guard.stage == RENDER:
                 warnings += guard.check(ctx)
-        return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes)
+        return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes, ctx.kept)
     finally:
         import shutil
 

@@ -51,6 +51,8 @@ class DirectoryRenderer:
                         rel,
                         d.line,
                         d.obj,
+                        None,
+                        bool(meta.get("name")),
                     )
                 )
             total += path.stat().st_size
