@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cmp_plugin import helm_inflation
 from driftguard.errors import InputError
 from driftguard.gostruct import GoStruct, go_struct
 
@@ -200,6 +201,7 @@ def _check_kustomize(app_dir: Path, repo_root: Path) -> None:
             doc = go_struct(_load_yaml(f.read(), origin), origin)  # Go's case-insensitive fields
         if doc is None:
             continue
+        helm_inflation.check_kustomization(doc, here, root, origin)
         plugin_entries = {e for field in _PLUGIN_FIELDS for e in (doc.get(field) or []) if isinstance(e, str)}
         if configs:  # a directory a generators/transformers entry named: its resources are configs
             plugin_entries |= {e for e in doc.get("resources") or [] if isinstance(e, str)}
@@ -238,6 +240,7 @@ def _check_configs(text: str, kustomization_dir: str, root: str, origin: str) ->
         config = go_struct(raw, origin)
         if config is None:
             continue
+        helm_inflation.check_config(config, kustomization_dir, root, origin)
         for ref in _config_references(config):
             target = os.path.join(kustomization_dir, ref)
             if not inside(target, root):

@@ -159,6 +159,9 @@ def diff_revisions(
 ) -> Report:
     """Render every environment at ``base`` and ``head``; removals and deletions first."""
     deadline = time.monotonic() + options.timeout
+    for name, rev in (("--base", base), ("--head", head)):
+        if rev.startswith("-"):  # git would read it as an option; no revision starts so
+            raise InputError(f"{name} {rev!r} is not a revision")
     root = Path(git(cwd, "rev-parse", "--show-toplevel"))
     base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}")
     head_sha = git(root, "rev-parse", "--verify", f"{head}^{{commit}}")
