@@ -87,11 +87,14 @@ def limit_resources(argv: list[str], environ: Mapping[str, str]) -> None:
     """
     import resource
 
+    from cmp_plugin.memory import effective_cap
+
     try:
         memory = int(environ.get("DRIFTGUARD_CMP_MAX_MEMORY") or DEFAULT_MAX_MEMORY)
         timeout = float(environ.get("DRIFTGUARD_CMP_TIMEOUT") or 45.0)
     except ValueError:
         return
+    memory = min(memory, effective_cap(environ))  # fitted under the container's limit (memory.py)
     limits = [(resource.RLIMIT_DATA, memory, memory)]
     if argv == ["generate"] and timeout > 0:
         cpu = int(2 * timeout) + 1
@@ -345,6 +348,10 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     cache, root = cache_dir(environ), scratch_root(environ)
     if not (os.path.isabs(cache) and os.path.isabs(root)):
         return None  # relative: inside the checkout, the tenant's (the settings refuse it)
+    from cmp_plugin.memory import try_slot
+
+    if not try_slot(environ, cache):
+        return None  # every render slot is taken: the pipeline waits for one before any tool starts
     path = plan_file(cache, environ["ARGOCD_APP_NAME"])
     try:
         data = open_private(path, 1 << 20)

@@ -125,6 +125,15 @@ def _run(
         renderer = choose(app_dir, env.param("renderer"))
         # before the tool runs: every file it will read resolves inside the checkout
         confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
+        # and this render holds one of the slots that keep renders x cap under the container's limit
+        import os
+        import time
+
+        from cmp_plugin import memory
+
+        memory.hold_slot(
+            os.environ, str(settings.cache_dir), deadline=time.monotonic() + settings.timeout / 2
+        )
         pending = renderer.start(job)
         try:
             import shutil  # for the clean-up below: imported while the tool works, not after
