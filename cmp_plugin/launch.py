@@ -161,18 +161,24 @@ def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
     group would keep running, unbounded, after the plugin was gone. ``kill_tree`` stops one tool
     and its children without touching the plugin.
     """
+    from cmp_plugin.sandbox import run_confined
+
     out_r, out_w = os.pipe()  # non-inheritable: the child keeps only what is dup2'ed below
     err_r, err_w = os.pipe()
     try:
-        pid = os.posix_spawn(
-            argv[0],
-            argv,
-            dict(env),
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_DUP2, out_w, 1),
-                (os.POSIX_SPAWN_DUP2, err_w, 2),
-            ],
+        # under Landlock when a render has configured it (cmp_plugin/sandbox.py)
+        pid = run_confined(
+            lambda: os.posix_spawn(
+                argv[0],
+                argv,
+                dict(env),
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, out_w, 1),
+                    (os.POSIX_SPAWN_DUP2, err_w, 2),
+                ],
+            ),
+            tool=argv[0],
         )
     except BaseException:
         os.close(out_r)
@@ -374,6 +380,9 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
             return value.replace(_SCRATCH, scratch).replace(_APP, app_dir).replace(_REPO, repo)
 
         tool_argv = [expand(a) for a in sections[1].split(_US)]
+        from cmp_plugin.sandbox import configure
+
+        configure(checkout=repo, scratch=scratch)
         tool_env = {}
         for item in sections[2].split(_US):
             key, sep, value = item.partition("=")

@@ -134,6 +134,9 @@ def _run(
         memory.hold_slot(
             os.environ, str(settings.cache_dir), deadline=time.monotonic() + settings.timeout / 2
         )
+        from cmp_plugin import sandbox
+
+        sandbox.configure(checkout=str(job.repo_root), scratch=str(scratch))  # what its tools may reach
         pending = renderer.start(job)
         try:
             import shutil  # for the clean-up below: imported while the tool works, not after
