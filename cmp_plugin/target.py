@@ -64,7 +64,7 @@ class Target(NamedTuple):
     """(index in docs, why) of every document that is not kept: hook, ignored, delete-hook, or replaced."""
 
 
-def annotations(obj: dict[str, Any]) -> dict[str, str]:
+def annotations_of(obj: dict[str, Any]) -> dict[str, str]:
     """``Unstructured.GetAnnotations``: the map, or nothing when any value is not a string."""
     meta = obj.get("metadata")
     found = meta.get("annotations") if isinstance(meta, dict) else None
@@ -87,7 +87,7 @@ def role(obj: dict[str, Any] | None) -> str:
     """KEPT, HOOK, IGNORED or DELETE_HOOK for one flattened object (None: proved to carry no hook)."""
     if obj is None:
         return KEPT
-    notes = annotations(obj)
+    notes = annotations_of(obj)
     if not notes:
         return KEPT
     argo = notes.get(ARGO_HOOK)
