@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["abi", "available", "configure", "run_confined"]
 
-_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the generic syscall table (x86_64, arm64)
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # Linux, every architecture but alpha
 _VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
 _PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -55,6 +55,8 @@ _current: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
 
 def abi() -> int:
     """The kernel's Landlock ABI version; 0 when it has none (or seccomp hides it)."""
+    if not _abi and not sys.platform.startswith("linux"):
+        _abi.append(0)  # the syscall numbers below are Linux's (macOS has others under them)
     if not _abi:
         try:
             libc = _libc()
