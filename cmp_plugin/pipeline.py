@@ -180,6 +180,9 @@ def _run(
     finally:
         import shutil
 
+        from cmp_plugin import sandbox
+
+        sandbox.clear()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-__all__ = ["abi", "available", "configure", "run_confined"]
+__all__ = ["abi", "available", "clear", "configure", "run_confined"]
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # Linux, every architecture but alpha
 _VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
@@ -74,6 +74,11 @@ def available() -> bool:
 def configure(*, checkout: str, scratch: str) -> None:
     """What the tools of the render under way may reach (set before its first tool starts)."""
     _current[:] = [((checkout,), (scratch, checkout))]
+
+
+def clear() -> None:
+    """The render is over: tools started from now on are not this render's."""
+    _current.clear()
 
 
 def run_confined(spawn: Callable[[], Any], *, tool: str) -> Any:
