@@ -52,7 +52,17 @@ class AppEnv(NamedTuple):
 
     @property
     def namespace(self) -> str:
+        """The namespace the tools render for (helm's ``--namespace``): the parameter may change it."""
         return str(self.params.get("namespace") or self.app_namespace or "default")
+
+    @property
+    def destination_namespace(self) -> str:
+        """Where Argo CD puts a namespaced object that names none: ``spec.destination.namespace``.
+
+        controller/state.go NormalizeTargetObjects sets exactly this (``ARGOCD_APP_NAMESPACE``, empty
+        when the Application names none); the ``namespace`` parameter never changes it.
+        """
+        return self.app_namespace
 
     def param(self, name: str) -> Any:
         return self.params[by_name(name).name]

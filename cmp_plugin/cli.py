@@ -220,7 +220,7 @@ def cmd_generate(
     )
     from cmp_plugin import baseline
 
-    baseline.remember(env, settings, outcome.keys)  # the shrink guard's baseline of last resort
+    baseline.remember(env, settings, outcome.kept)  # the shrink guard's baseline of last resort
     for warning in outcome.warnings:
         sys.stderr.write(warning.rstrip() + "\n")
     sys.stdout.write(outcome.text)

@@ -16,7 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cmp_plugin import helm_inflation
 from driftguard.errors import InputError
+from driftguard.gostruct import GoStruct, go_struct
 
 __all__ = ["check_app_dir", "check_render_inputs", "check_tree", "inside"]
 
@@ -120,18 +122,38 @@ def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str) -> None:
         check_chart_schemas(app_dir, os.path.realpath(repo_root))
 
 
+def _may_name_a_file(text: str) -> bool:
+    """Whether a ``file://`` repository can be in ``text``: written out, or spelled with escapes or a
+    tag (``!!binary``); helm's test is a case-sensitive prefix (pkg/downloader/manager.go)."""
+    return "file://" in text or "\\" in text or "!" in text
+
+
+def chart_dependencies(chart_dir: Path, *, only_files: bool = False) -> list[GoStruct]:
+    """The dependencies helm reads: Chart.yaml's, and requirements.yaml's (read whatever the apiVersion).
+
+    Field names as Go reads them (driftguard/gostruct.py): ``Dependencies:`` / ``Repository:`` are
+    helm's ``dependencies`` / ``repository`` (sigs.k8s.io/yaml into chart.Metadata; helm
+    pkg/chart/loader/load.go unmarshals requirements.yaml into the same Metadata).
+    With ``only_files``, a file that cannot name a ``file://`` repository is not parsed.
+    """
+    out: list[GoStruct] = []
+    for name in ("Chart.yaml", "requirements.yaml"):
+        try:
+            text = (chart_dir / name).read_text()
+        except OSError:
+            continue
+        if only_files and not _may_name_a_file(text):
+            continue
+        doc = go_struct(_load_yaml(text, name), name)
+        deps = doc.get("dependencies") if doc is not None else None
+        out += [d for d in deps if isinstance(d, GoStruct)] if isinstance(deps, list) else []
+    return out
+
+
 def _check_chart_dependencies(chart_dir: Path, repo_root: Path) -> None:
     """``file://`` dependencies (copied in by ``helm dependency build``) must be in the checkout too."""
-    try:
-        text = (chart_dir / "Chart.yaml").read_text()
-    except OSError:
-        return
-    if "file://" not in text:
-        return
-    chart = _load_yaml(text, "Chart.yaml")
-    deps = chart.get("dependencies") if isinstance(chart, dict) else None
-    for dep in deps if isinstance(deps, list) else []:
-        repo = str(dep.get("repository") or "") if isinstance(dep, dict) else ""
+    for dep in chart_dependencies(chart_dir, only_files=True):
+        repo = str(dep.get("repository") or "")
         if repo.startswith("file://"):
             target = chart_dir / repo[len("file://") :]
             if not inside(str(target), os.path.realpath(repo_root)):
@@ -178,9 +200,10 @@ def _check_kustomize(app_dir: Path, repo_root: Path) -> None:
             continue
         origin = _rel(os.path.join(here, marker), root)
         with open(os.path.join(here, marker), encoding="utf-8", errors="replace") as f:
-            doc = _load_yaml(f.read(), origin)
-        if not isinstance(doc, dict):
+            doc = go_struct(_load_yaml(f.read(), origin), origin)  # Go's case-insensitive fields
+        if doc is None:
             continue
+        helm_inflation.check_kustomization(doc, here, root, origin)
         plugin_entries = {e for field in _PLUGIN_FIELDS for e in (doc.get(field) or []) if isinstance(e, str)}
         if configs:  # a directory a generators/transformers entry named: its resources are configs
             plugin_entries |= {e for e in doc.get("resources") or [] if isinstance(e, str)}
@@ -215,9 +238,11 @@ def _check_configs(text: str, kustomization_dir: str, root: str, origin: str) ->
         docs = [safe_load(chunk) for _, chunk in split_documents(text)]
     except yaml.YAMLError as exc:
         raise InputError(f"{origin} is not valid YAML: {exc}") from exc
-    for config in docs:
-        if not isinstance(config, dict):
+    for raw in docs:
+        config = go_struct(raw, origin)
+        if config is None:
             continue
+        helm_inflation.check_config(config, kustomization_dir, root, origin)
         for ref in _config_references(config):
             target = os.path.join(kustomization_dir, ref)
             if not inside(target, root):
@@ -227,7 +252,7 @@ def _check_configs(text: str, kustomization_dir: str, root: str, origin: str) ->
                 )
 
 
-def _config_references(config: dict[str, Any]) -> list[str]:
+def _config_references(config: GoStruct) -> list[str]:
     """The files a builtin generator's or transformer's config names (kustomize api/builtins, api/types)."""
     out: list[str] = []
 
@@ -238,17 +263,17 @@ def _config_references(config: dict[str, Any]) -> list[str]:
     for key in ("files", "envs", "paths", "additionalValuesFiles"):  # ConfigMap/SecretGenerator, PSM, helm
         items = config.get(key)
         for item in items if isinstance(items, list) else []:
-            add(item.get("path") if isinstance(item, dict) else item)
+            add(item.get("path") if isinstance(item, GoStruct) else item)
     for key in ("env", "path", "valuesFile", "chartHome", "configHome"):  # PatchTransformer, helm, ...
         add(config.get(key))
     items = config.get("replacements")
     for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict):
+        if isinstance(item, GoStruct):
             add(item.get("path"))
     return out
 
 
-def _references(doc: dict[str, Any]) -> list[str]:
+def _references(doc: GoStruct) -> list[str]:
     """Every local path a kustomization may read (files, directories), as written."""
     out: list[str] = []
 
@@ -259,30 +284,30 @@ def _references(doc: dict[str, Any]) -> list[str]:
     for field in (*_DIR_FIELDS, *_FILE_FIELDS):
         items = doc.get(field)
         for item in items if isinstance(items, list) else []:
-            add(item.get("path") if isinstance(item, dict) else item)
+            add(item.get("path") if isinstance(item, GoStruct) else item)
     for field in ("patches", "patchesJson6902", "replacements"):
         items = doc.get(field)
         for item in items if isinstance(items, list) else []:
-            if isinstance(item, dict):
+            if isinstance(item, GoStruct):
                 add(item.get("path"))
     for field in ("configMapGenerator", "secretGenerator"):
         items = doc.get(field)
         for item in items if isinstance(items, list) else []:
-            if not isinstance(item, dict):
+            if not isinstance(item, GoStruct):
                 continue
             for key in ("files", "envs"):
                 for value in item.get(key) or [] if isinstance(item.get(key), list) else []:
                     add(value)
             add(item.get("env"))
     for item in doc.get("helmCharts") or [] if isinstance(doc.get("helmCharts"), list) else []:
-        if isinstance(item, dict):
+        if isinstance(item, GoStruct):
             add(item.get("valuesFile"))
             for value in item.get("additionalValuesFiles") or []:
                 add(value)
     globals_ = doc.get("helmGlobals")
-    if isinstance(globals_, dict):
+    if isinstance(globals_, GoStruct):
         add(globals_.get("chartHome"))
     openapi = doc.get("openapi")
-    if isinstance(openapi, dict):
+    if isinstance(openapi, GoStruct):
         add(openapi.get("path"))
     return out

@@ -198,6 +198,9 @@ def diff_revisions(
 
     ``progress(done, total, name)`` is called before each Application is rendered."""
     deadline = time.monotonic() + options.timeout
+    for name, rev in (("--base", base), ("--head", head)):
+        if rev.startswith("-"):  # git would read it as an option; no revision starts so
+            raise InputError(f"{name} {rev!r} is not a revision")
     root = Path(git(cwd, "rev-parse", "--show-toplevel"))
     base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}")
     head_sha = git(root, "rev-parse", "--verify", f"{head}^{{commit}}")

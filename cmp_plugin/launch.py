@@ -87,11 +87,14 @@ def limit_resources(argv: list[str], environ: Mapping[str, str]) -> None:
     """
     import resource
 
+    from cmp_plugin.memory import effective_cap
+
     try:
         memory = int(environ.get("DRIFTGUARD_CMP_MAX_MEMORY") or DEFAULT_MAX_MEMORY)
         timeout = float(environ.get("DRIFTGUARD_CMP_TIMEOUT") or 45.0)
     except ValueError:
         return
+    memory = min(memory, effective_cap(environ))  # fitted under the container's limit (memory.py)
     limits = [(resource.RLIMIT_DATA, memory, memory)]
     if argv == ["generate"] and timeout > 0:
         cpu = int(2 * timeout) + 1
@@ -158,18 +161,24 @@ def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
     group would keep running, unbounded, after the plugin was gone. ``kill_tree`` stops one tool
     and its children without touching the plugin.
     """
+    from cmp_plugin.sandbox import run_confined
+
     out_r, out_w = os.pipe()  # non-inheritable: the child keeps only what is dup2'ed below
     err_r, err_w = os.pipe()
     try:
-        pid = os.posix_spawn(
-            argv[0],
-            argv,
-            dict(env),
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_DUP2, out_w, 1),
-                (os.POSIX_SPAWN_DUP2, err_w, 2),
-            ],
+        # under Landlock when a render has configured it (cmp_plugin/sandbox.py)
+        pid = run_confined(
+            lambda: os.posix_spawn(
+                argv[0],
+                argv,
+                dict(env),
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, out_w, 1),
+                    (os.POSIX_SPAWN_DUP2, err_w, 2),
+                ],
+            ),
+            tool=argv[0],
         )
     except BaseException:
         os.close(out_r)
@@ -345,6 +354,10 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     cache, root = cache_dir(environ), scratch_root(environ)
     if not (os.path.isabs(cache) and os.path.isabs(root)):
         return None  # relative: inside the checkout, the tenant's (the settings refuse it)
+    from cmp_plugin.memory import try_slot
+
+    if not try_slot(environ, cache):
+        return None  # every render slot is taken: the pipeline waits for one before any tool starts
     path = plan_file(cache, environ["ARGOCD_APP_NAME"])
     try:
         data = open_private(path, 1 << 20)
@@ -367,6 +380,9 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
             return value.replace(_SCRATCH, scratch).replace(_APP, app_dir).replace(_REPO, repo)
 
         tool_argv = [expand(a) for a in sections[1].split(_US)]
+        from cmp_plugin.sandbox import configure
+
+        configure(checkout=repo, scratch=scratch)
         tool_env = {}
         for item in sections[2].split(_US):
             key, sep, value = item.partition("=")

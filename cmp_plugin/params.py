@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from math import isfinite
 from typing import Any, NamedTuple
 
 from driftguard.errors import InputError
@@ -92,6 +93,10 @@ def _typed(param: Param, raw: str, origin: str) -> Any:
             number = float(raw)
         except ValueError as exc:
             raise InputError(f"parameter {param.name} ({origin}) must be a number, got {raw!r}") from exc
+        if not isfinite(number) or "_" in raw:
+            # nan, inf, 1e400 (inf once read) and Python-only spellings (1_000): no count or ratio
+            shown = raw if len(raw) <= 40 else raw[:40] + "..."
+            raise InputError(f"parameter {param.name} ({origin}) must be a finite number, got {shown!r}")
         return int(number) if number.is_integer() and "." not in raw else number
     if param.choices and raw not in param.choices:
         raise InputError(

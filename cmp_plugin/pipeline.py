@@ -33,6 +33,8 @@ class Outcome(NamedTuple):
     keys: list[ResourceKey]
     warnings: list[str]
     notes: dict[str, object]
+    kept: list[ResourceKey]
+    """What Argo CD keeps of the render (cmp_plugin/target.py): the baseline of the next render."""
 
 
 def run(
@@ -124,12 +126,25 @@ def _run(
         _refuse_options_for_other_tools(env, renderer.name)
         # before the tool runs: every file it will read resolves inside the checkout
         confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
+        # and this render holds one of the slots that keep renders x cap under the container's limit
+        import os
+        import time
+
+        from cmp_plugin import memory
+
+        memory.hold_slot(
+            os.environ, str(settings.cache_dir), deadline=time.monotonic() + settings.timeout / 2
+        )
+        from cmp_plugin import sandbox
+
+        sandbox.configure(checkout=str(job.repo_root), scratch=str(scratch))  # what its tools may reach
         pending = renderer.start(job)
         try:
             import shutil  # for the clean-up below: imported while the tool works, not after
 
             from cmp_plugin.guards import GUARDS, RENDER, SOURCE, GuardContext
-            from cmp_plugin.scan import keys_of, scan_stream
+            from cmp_plugin.scan import scan_stream
+            from cmp_plugin.target import target
             from driftguard.manifests import Limits
 
             active = GUARDS if guards is None else guards
@@ -158,14 +173,18 @@ def _run(
         warnings += rendered.warnings
         ctx.rendered = rendered
         ctx.docs = docs
-        ctx.keys = keys_of(docs, default_namespace=env.namespace)
+        kept = target(docs, destination_namespace=env.destination_namespace)
+        ctx.keys, ctx.kept, ctx.left_out = kept.keys, kept.kept, kept.left_out
         for guard in active:
             if guard.stage == RENDER:
                 warnings += guard.check(ctx)
-        return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes)
+        return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes, ctx.kept)
     finally:
         import shutil
 
+        from cmp_plugin import sandbox
+
+        sandbox.clear()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

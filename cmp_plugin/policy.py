@@ -127,6 +127,13 @@ def load(path: str) -> Policy:
     try:
         doc = safe_load(raw.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        lines = raw.decode("utf-8", "replace").splitlines()
+        if mark is not None and 0 <= mark.line < len(lines):  # name the key (a `.nan` has no line of its own)
+            line = lines[mark.line].strip()[:120]
+            raise ConfigError(
+                SETTING, f"{path} line {mark.line + 1} ({line!r}) is not valid: {_problem(exc)}"
+            ) from exc
         raise ConfigError(SETTING, f"{path} is not valid YAML: {exc}") from exc
     if doc is None:
         return Policy(source=path)
@@ -137,6 +144,11 @@ def load(path: str) -> Policy:
         raise ConfigError(SETTING, f"unknown top-level key(s) {', '.join(map(str, unknown))}")
     entries = tuple(_entry(i, item) for i, item in enumerate(doc.get("projects") or []))
     return Policy(entries, path)
+
+
+def _problem(exc: BaseException) -> str:
+    problem = getattr(exc, "problem", None)
+    return str(problem) if problem else str(exc).splitlines()[0]
 
 
 def _entry(index: int, item: Any) -> Entry:

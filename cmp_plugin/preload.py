@@ -217,7 +217,10 @@ def _start_server(path: str, environ: Mapping[str, str]) -> None:
     import time
 
     from cmp_plugin.launch import open_private, write_private
+    from cmp_plugin.sandbox import available
 
+    if not available():
+        return  # without Landlock nothing keeps a render's tool from replacing it (sandbox.py)
     cache = os.path.dirname(path)
     marker = os.path.join(cache, STARTING)
     attempts = 0

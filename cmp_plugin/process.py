@@ -16,9 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cmp_plugin.launch import kill_tree, spawn
+from cmp_plugin.memory import effective_cap, tree_rss
 from driftguard.errors import RenderError, RenderTimeout
 
 __all__ = ["ToolRun", "run_tool", "tool_env", "trim"]
+
+RSS_INTERVAL = 0.02
+"""Seconds between two measurements of the render's resident memory while a tool runs."""
 
 MAX_STDERR_CHUNKS = 16
 """Reads of stderr kept (at most 64 KiB each): a tool that floods stderr cannot fill memory."""
@@ -42,8 +46,11 @@ _PASS_ENV = (
 def tool_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A clean environment for a render tool: nothing user-controlled, homes under ``home``."""
     env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
+    # Go collects before its heap reaches the render's cap (cmp_plugin/memory.py), a quarter left
+    # for the plugin itself and what Go keeps outside the heap
     env.update(
         {
+            "GOMEMLIMIT": str(effective_cap(os.environ) * 3 // 4),
             "HOME": str(home),
             "TMPDIR": str(home),
             "HELM_CACHE_HOME": str(home / "helm-cache"),
@@ -112,6 +119,7 @@ class ToolRun:
         self.timeout = timeout
         self.max_output = max_output
         self.deadline = time.monotonic() + timeout
+        self.max_memory = effective_cap(os.environ)
         self.code: int | None = None
         if started is None:
             try:
@@ -134,16 +142,21 @@ class ToolRun:
         sel = selectors.DefaultSelector()
         sel.register(self._out, selectors.EVENT_READ, out)
         sel.register(self._err, selectors.EVENT_READ, err)
+        next_look = 0.0
         try:
             while sel.get_map():
-                left = self.deadline - time.monotonic()
+                now = time.monotonic()
+                if now >= next_look:  # RLIMIT_DATA alone did not hold Go: what is resident counts
+                    next_look = now + RSS_INTERVAL
+                    self._check_memory(err)
+                left = self.deadline - now
                 if left <= 0:
                     self._kill()
                     raise RenderTimeout(
                         f"{self.name} did not finish in {self.timeout:g} s and was stopped",
                         stderr=trim(b"".join(err).decode(errors="replace")),
                     )
-                for key, _ in sel.select(timeout=min(left, 1.0)):
+                for key, _ in sel.select(timeout=min(left, RSS_INTERVAL)):
                     fd = key.fd
                     chunk = os.read(fd, 1 << 16)
                     if not chunk:
@@ -182,6 +195,18 @@ class ToolRun:
             return b"".join(out).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RenderError(f"{self.name} printed output that is not UTF-8") from exc
+
+    def _check_memory(self, err: list[bytes]) -> None:
+        """Stop the tool when the render (this process and the tool's tree) is resident past the cap."""
+        used = tree_rss(os.getpid())  # the tools are this process's children
+        if used > self.max_memory:
+            self._kill()
+            raise RenderError(
+                f"{self.name} ran out of memory: the render held {used >> 20} MiB, over the "
+                f"{self.max_memory >> 20} MiB each render may use (DRIFTGUARD_CMP_MAX_MEMORY, fitted under "
+                "the container's limit); refusing the render",
+                stderr=trim(b"".join(err).decode(errors="replace"), lines=3),
+            )
 
     def _reap(self) -> int:
         """The exit code (negative: killed by that signal), waiting at most until the deadline."""

@@ -65,6 +65,8 @@ class Doc(NamedTuple):
     obj: dict[str, Any] | None = None
     crd: tuple[str, str, str] | None = None
     """For a CustomResourceDefinition read by the scanner: (spec.group, spec.names.kind, spec.scope)."""
+    named: bool = True
+    """False when ``name`` is the object's ``generateName`` (it has no ``metadata.name``)."""
 
     @property
     def group(self) -> str:
@@ -140,12 +142,13 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         prev = at
         src, api, kind, name, namespace = m.groups()
         src = src.strip(" \t") if src is not None else None
-        if kind.endswith("List") or kind == "CustomResourceDefinition":
-            # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened
-            end = heads[i + 1].start() if i + 1 < n else len(text)
+        end = heads[i + 1].start() if i + 1 < n else len(text)
+        if kind.endswith("List") or kind == "CustomResourceDefinition" or _argo_reads(text, at, end):
+            # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
+            # possible hook annotation or top-level ``items`` key parsed (cmp_plugin/target.py)
             docs += _scan_general(text[at:end], source=source, limits=limits, first_line=line)
         else:
-            append(Doc(api, kind, name, namespace or "", src or source, line))
+            append(Doc(api, kind, name, namespace or "", src or source, line))  # named: the head has name:
     return docs
 
 
@@ -172,6 +175,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         for m in rx.finditer(nl)
     }
     odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
+    odd |= {i for i, (_, chunk) in enumerate(chunks) if _argo_reads(chunk, 0, len(chunk))}
     ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
@@ -238,10 +242,27 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if fast is None:
             docs += _parsed(chunk, source=sources.get(i, source), where=source, line=line, limits=limits)
         elif fast is not _EMPTY:
-            docs.append(Doc(fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, crd))
+            docs.append(
+                Doc(fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, crd, fast[4])
+            )
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
     return docs
+
+
+def _argo_reads(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] may hold what decides if Argo CD keeps a resource: parse it then.
+
+    A hook annotation key (``argocd.argoproj.io/hook``, ``helm.sh/hook``) always holds ``/hook``
+    literally unless a double-quoted scalar spells it with escapes; a top-level ``items`` key
+    (List flattening, null lists) is a column-0 ``items:`` line (a quoted or spaced one is an odd
+    line the parser reads anyway). cmp_plugin/target.py decides from the parsed object.
+    """
+    if text.find("/hook", start, end) >= 0 or text.find("\nitems:", start, end) >= 0:
+        return True
+    if text.startswith("items:", start):
+        return True
+    return text.find("\\", start, end) >= 0 and text.find('"', start, end) >= 0
 
 
 def _doc_of(offsets: list[int], at: int) -> int:
@@ -262,13 +283,16 @@ def _parsed(chunk: str, *, source: str, where: str, line: int, limits: Limits) -
                 source,
                 d.line,
                 d.obj,
+                None,
+                bool(meta.get("name")),
             )
         )
     return out
 
 
 def keys_of(docs: list[Doc], *, default_namespace: str) -> list[ResourceKey]:
-    """ResourceKeys for ``docs``, with cluster scopes declared by CRDs in the same render."""
+    """ResourceKeys for ``docs`` as Argo CD keys them before the hook split (cmp_plugin/target.py),
+    with cluster scopes declared by CRDs in the same render."""
     scoped = cluster_scoped_kinds(
         d.obj for d in docs if d.obj is not None and d.kind == "CustomResourceDefinition"
     )
@@ -279,16 +303,20 @@ def keys_of(docs: list[Doc], *, default_namespace: str) -> list[ResourceKey]:
         scoped = scoped | extra
     kinds: dict[tuple[str, str], tuple[str, bool]] = {}  # (apiVersion, kind) -> (group, cluster-scoped)
     keys: list[ResourceKey] = []
-    for d in docs:
+    for i, d in enumerate(docs):
         if d.obj is not None:
-            keys.append(resource_key(d.obj, default_namespace=default_namespace, cluster_scoped=scoped))
-            continue
-        known = kinds.get((d.api_version, d.kind))
-        if known is None:
-            group = group_of(d.api_version)
-            known = kinds[d.api_version, d.kind] = (group, (group, d.kind) in scoped)
-        group, cluster = known
-        keys.append(ResourceKey(group, d.kind, "" if cluster else d.namespace or default_namespace, d.name))
+            key = resource_key(d.obj, default_namespace=default_namespace, cluster_scoped=scoped)
+        else:
+            known = kinds.get((d.api_version, d.kind))
+            if known is None:
+                group = group_of(d.api_version)
+                known = kinds[d.api_version, d.kind] = (group, (group, d.kind) in scoped)
+            group, cluster = known
+            key = ResourceKey(group, d.kind, "" if cluster else d.namespace or default_namespace, d.name)
+        if not d.named:
+            # controller/state.go NormalizeTargetObjects: a nameless object is keyed generateName + position
+            key = key._replace(name=f"{d.name}{i}")
+        keys.append(key)
     return keys
 
 
@@ -362,7 +390,7 @@ def _with_meta(api: str, kind: str, pairs: Iterable[tuple[str, str]]) -> Any:
     name = meta.get("name") or meta.get("generateName")
     if not name:
         return None
-    return api, kind, name, meta.get("namespace", "")
+    return api, kind, name, meta.get("namespace", ""), bool(meta.get("name"))
 
 
 def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:

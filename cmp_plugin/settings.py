@@ -66,6 +66,13 @@ class CmpSettings(NamedTuple):
     """kustomize --enable-helm for every build (DRIFTGUARD_KUSTOMIZE_ENABLE_HELM): the platform's, never a tenant's."""
     max_memory: int = 768 * 1024 * 1024
     """Address space each render may use, the plugin and its tools each (DRIFTGUARD_CMP_MAX_MEMORY): under the sidecar's 1Gi limit."""
+    memory_limit: int = 0
+    """The container's memory limit, when the cgroup cannot be read (DRIFTGUARD_CMP_MEMORY_LIMIT: the Downward API's
+    ``limits.memory``); 0: read from the cgroup (cmp_plugin/memory.py)."""
+    tool_read_paths: str = ""
+    """Extra directories render tools may read under Landlock (DRIFTGUARD_CMP_TOOL_READ_PATHS, colon-separated)."""
+    tool_write_paths: str = ""
+    """Extra directories render tools may write under Landlock (DRIFTGUARD_CMP_TOOL_WRITE_PATHS, colon-separated)."""
     preload: bool = False
     """Fork each ``generate`` from a preloaded server (DRIFTGUARD_CMP_PRELOAD; cmp_plugin/preload.py): on in the sidecar manifests."""
     helm_repositories: str = ""
@@ -149,6 +156,13 @@ def _restrictor(raw: str) -> str:
     return value
 
 
+def _absolute_paths(raw: str) -> str:
+    """Colon-separated absolute paths (a relative one would resolve in the tenant's checkout)."""
+    if any(p and not p.startswith("/") for p in raw.split(":")):
+        raise ValueError("every path must be absolute")
+    return raw
+
+
 def _patterns(raw: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in raw.split(",") if p.strip())
 
@@ -178,4 +192,7 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_CMP_HELM_REGISTRY_CONFIG": ("helm_registry_config", str),
     "DRIFTGUARD_CMP_HELM_VENDORED_ONLY": ("helm_vendored_only", boolean),
     "DRIFTGUARD_CMP_HELM_PLAIN_HTTP_REGISTRIES": ("helm_plain_http_registries", _patterns),
+    "DRIFTGUARD_CMP_MEMORY_LIMIT": ("memory_limit", positive(int)),
+    "DRIFTGUARD_CMP_TOOL_READ_PATHS": ("tool_read_paths", _absolute_paths),
+    "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": ("tool_write_paths", _absolute_paths),
 }

@@ -202,7 +202,7 @@ def load_stream(
     require_identity: bool = True,
     first_line: int = 1,
 ) -> list[Document]:
-    """Parse a multi-document YAML (or JSON) stream into resources, flattening ``*List`` kinds.
+    """Parse a multi-document YAML (or JSON) stream into resources, flattening lists as Argo CD does.
 
     Empty documents are skipped. Every document must be a mapping; with ``require_identity``
     each resource must also carry ``apiVersion``, ``kind`` and ``metadata.name`` (or
@@ -366,16 +366,24 @@ def _flatten(obj: Any, source: str, line: int) -> Iterator[dict[str, Any]]:
             source=source,
             line=line,
         )
-    kind = obj.get("kind")
-    items = obj.get("items")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
-        for item in items:
-            if not isinstance(item, dict):
-                raise ManifestError(
-                    f"an item of {kind} is {_type_name(item)}, not a mapping", source=source, line=line
-                )
-            yield item
-        return
+    # Argo CD's repo-server (reposerver/repository/repository.go, GenerateManifests, v3.5.1) flattens
+    # every object for which apimachinery's Unstructured.IsList holds (an ``items`` key whose value
+    # is a list: whatever the kind, so a PVC with ``items: []`` becomes nothing) and drops one whose
+    # ``items`` is null unless it has ``spec`` or ``status`` (``isNullList``).
+    if "items" in obj:
+        items = obj["items"]
+        if isinstance(items, list):
+            for item in items:
+                if not isinstance(item, dict):
+                    raise ManifestError(
+                        f"an item of {obj.get('kind')} is {_type_name(item)}, not a mapping",
+                        source=source,
+                        line=line,
+                    )
+                yield item
+            return
+        if items is None and "spec" not in obj and "status" not in obj:
+            return
     yield obj
 
 

@@ -23,7 +23,13 @@ class GuardContext:
         """The renderer's name, known before it runs."""
         self.rendered: Rendered | None = None
         self.docs: list[Doc] = []
+        """Every resource of the render, Lists flattened and null lists dropped as Argo CD does."""
         self.keys: list[ResourceKey] = []
+        """``docs[i]``'s key as Argo CD keys it before the hook split (destination namespace filled in)."""
+        self.kept: list[ResourceKey] = []
+        """What Argo CD keeps of the render (cmp_plugin/target.py): hooks, ignored and replaced out."""
+        self.left_out: list[tuple[int, str]] = []
+        """(index in docs, why) of what the render prints but Argo CD does not keep."""
         self.notes: dict[str, object] = {}
         """What one guard learned that a later one may use (implicit-defaults -> shrink)."""
 

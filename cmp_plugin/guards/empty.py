@@ -1,4 +1,8 @@
-"""empty: a render with zero resources is refused (Argo CD would prune everything it manages)."""
+"""empty: a render Argo CD keeps nothing of is refused (it would prune everything it manages).
+
+Hooks and ignored resources do not count (cmp_plugin/target.py): Argo CD runs or skips them, and
+still prunes every live resource the render no longer keeps.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ class EmptyGuard(GuardBase):
     stage = RENDER
 
     def check(self, ctx: GuardContext) -> list[str]:
-        if ctx.docs:
+        if ctx.kept:
             return []
         if ctx.job.env.param("allow-empty"):
             return [
@@ -22,7 +26,9 @@ class EmptyGuard(GuardBase):
         renderer = ctx.rendered.renderer if ctx.rendered else "the renderer"
         raise GuardRefusal(
             self.name,
-            f"{renderer} rendered 0 resources",
+            f"{renderer} rendered 0 resources"
+            if not ctx.docs
+            else f"{renderer} rendered {len(ctx.docs)} resource(s), none of which Argo CD keeps (hooks or ignored)",
             details=[
                 "Argo CD treats an empty render as success and, with prune on, deletes what the app manages."
             ],

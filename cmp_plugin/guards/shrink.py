@@ -46,7 +46,7 @@ class ShrinkGuard(GuardBase):
                     fix="give the sidecar read access to Applications (manifests/base/cmp) or set DRIFTGUARD_ARGOCD_URL/_TOKEN",
                 )
             return [f"driftguard: warning: shrink guard skipped: {n}" for n in notes]
-        rendered = set(ctx.keys)
+        rendered = set(ctx.kept)  # what Argo CD keeps, not what the render prints (cmp_plugin/target.py)
         removed = sorted(k for k in base.keys if k not in rendered)
         if not removed:
             return []

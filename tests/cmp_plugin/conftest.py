@@ -19,6 +19,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 Generate = Callable[..., subprocess.CompletedProcess[str]]
+TOOL_DIRS = ":".join(
+    sorted(
+        {
+            os.path.dirname(os.path.realpath(os.environ[k]))
+            for k in ("DRIFTGUARD_HELM", "DRIFTGUARD_KUSTOMIZE")
+        }
+    )
+)
 
 FRONT = Path(sys.executable).with_name("driftguard-cmp")
 """The native front (cmp_plugin/native/front.c) that `make setup` installs as driftguard-cmp."""
@@ -41,6 +49,8 @@ def cmp_env(app: str, params: list[dict[str, Any]] | None = None, **extra: str) 
         "PATH": os.environ["PATH"],
         "DRIFTGUARD_HELM": os.environ["DRIFTGUARD_HELM"],
         "DRIFTGUARD_KUSTOMIZE": os.environ["DRIFTGUARD_KUSTOMIZE"],
+        # the tools of this checkout (.tools/bin) are outside the system directories the sandbox opens
+        "DRIFTGUARD_CMP_TOOL_READ_PATHS": TOOL_DIRS,
         "ARGOCD_APP_NAME": "argocd_" + Path(app).name,
         "ARGOCD_APP_NAMESPACE": "apps",
         "ARGOCD_APP_REVISION": "0123456789abcdef0123456789abcdef01234567",
@@ -49,6 +59,8 @@ def cmp_env(app: str, params: list[dict[str, Any]] | None = None, **extra: str) 
         "KUBE_VERSION": "1.32.3",
         "KUBE_API_VERSIONS": "v1,apps/v1,batch/v1,rbac.authorization.k8s.io/v1,networking.k8s.io/v1",
     }
+    if "DRIFTGUARD_CMP_TOOL_WRITE_PATHS" in os.environ:  # a test's instrumented tool logs outside
+        env["DRIFTGUARD_CMP_TOOL_WRITE_PATHS"] = os.environ["DRIFTGUARD_CMP_TOOL_WRITE_PATHS"]
     if params is not None:
         env["ARGOCD_APP_PARAMETERS"] = json.dumps(params)
     env.update(extra)

@@ -133,6 +133,7 @@ def test_worktrees_are_removed_when_the_diff_is_killed(tmp_path: Path, signum: i
     env = {
         "PATH": os.environ["PATH"],
         "DRIFTGUARD_HELM": str(slow),
+        "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": str(tmp_path),  # the marker (the sandbox allows no other)
         "HOME": str(tmp_path),
         "TMPDIR": str(scratch),
     }

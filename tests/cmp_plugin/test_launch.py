@@ -31,6 +31,8 @@ def helm_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     wrapper.chmod(0o755)
     monkeypatch.setenv("DRIFTGUARD_HELM", str(wrapper))  # cmp_env passes it to the plugin
+    # the instrumented helm logs beside the test: the only place outside its scratch it may write
+    monkeypatch.setenv("DRIFTGUARD_CMP_TOOL_WRITE_PATHS", str(tmp_path))
     return log
 
 

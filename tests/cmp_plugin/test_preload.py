@@ -123,6 +123,8 @@ def start(
             **cmp_env(APP, params, **(extra or {})),
             "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
             "DRIFTGUARD_HELM": str(wrapper(tmp_path, helm_log, sleep=sleep)),
+            # the instrumented helm logs beside the test (the sandbox lets a tool write nowhere else)
+            "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": str(helm_log.parent),
             "DRIFTGUARD_CMP_PRELOAD": preload_value,
         }
         popen.setdefault("process_group", 0)  # argocd-cmp-server: Setpgid, same session

@@ -59,6 +59,8 @@ def render(repo: Path, tmp_path: Path, caller: list[str]) -> Callable[..., Run]:
             **cmp_env(app, None, **extra),
             "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
             "DRIFTGUARD_HELM": str(helm),
+            # the instrumented helm logs beside the test (the sandbox lets a tool write nowhere else)
+            "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": str(log.parent),
             "DRIFTGUARD_CMP_PRELOAD": preload_value,
         }
         proc = subprocess.Popen(

@@ -1,0 +1,151 @@
+"""Issue 27's kept-set attacks: one line of YAML that made the guards count a pruned resource as kept.
+
+Each writes a protected resource the Application manages now (the baseline) in a form Argo CD does
+not keep (cmp_plugin/target.py cites the upstream rule), in the default configuration. Before the
+fix every one of them passed the shrink guard while Argo CD pruned the live object.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from standins.argo_api import FakeArgo, application, kubeconfig, serve
+
+from .conftest import Generate
+
+PLAIN = [
+    ("", "Namespace", "", "plain"),
+    ("", "ConfigMap", "plain", "flow"),
+    ("", "Secret", "plain", "flow-secret"),
+    ("", "ConfigMap", "plain", "from-json"),
+]
+PVC = """apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  namespace: plain{annotations}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {{requests: {{storage: 1Gi}}}}
+{extra}"""
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with serve(FakeArgo()) as fake:
+        cfg = tmp_path / "kubeconfig"
+        cfg.write_text(kubeconfig(fake.url, fake.token))
+        fake.kubeconfig = str(cfg)  # type: ignore[attr-defined]
+        yield fake
+
+
+def run(generate: Generate, fake: FakeArgo, **env: str):  # type: ignore[no-untyped-def]
+    return generate("plain", ARGOCD_APP_NAME="plain", DRIFTGUARD_KUBECONFIG=fake.kubeconfig, **env)  # type: ignore[attr-defined]
+
+
+def pvc(*, annotations: dict[str, str] | None = None, extra: str = "") -> str:
+    notes = "".join(f"\n    {k}: {json.dumps(v)}" for k, v in (annotations or {}).items())
+    return PVC.format(annotations="\n  annotations:" + notes if notes else "", extra=extra)
+
+
+def test_the_same_pvc_kept_passes(generate: Generate, cluster: FakeArgo, repo: Path) -> None:
+    """The control: a PVC the render keeps is no removal."""
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(pvc())
+    proc = run(generate, cluster)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("what", "manifest"),
+    [
+        ("an items list", pvc(extra="items: []\n")),
+        ("argocd PreSync hook", pvc(annotations={"argocd.argoproj.io/hook": "PreSync"})),
+        ("argocd hook of an unknown type", pvc(annotations={"argocd.argoproj.io/hook": "Whenever"})),
+        ("argocd hook, empty", pvc(annotations={"argocd.argoproj.io/hook": ""})),
+        ("argocd PostDelete hook", pvc(annotations={"argocd.argoproj.io/hook": "PostDelete"})),
+        ("helm pre-install hook", pvc(annotations={"helm.sh/hook": "pre-install"})),
+        ("helm test hook (ignored)", pvc(annotations={"helm.sh/hook": "test"})),
+        ("helm pre-delete hook", pvc(annotations={"helm.sh/hook": "crd-install,pre-delete"})),
+        (
+            "hook key spelled with escapes",
+            pvc().replace(
+                "  namespace: plain",
+                '  namespace: plain\n  annotations: {"argocd.argoproj.io\\x2fhook": Sync}',
+            ),
+        ),
+        ("generateName equal to the old name", pvc().replace("  name: data", "  generateName: data")),
+    ],
+)
+def test_a_pvc_argo_cd_does_not_keep_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path, what: str, manifest: str
+) -> None:
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(manifest)
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, (what, proc.stderr)
+    assert "1 of a protected kind (PersistentVolumeClaim)" in proc.stderr.splitlines()[0], proc.stderr
+    assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()
+
+
+def test_skip_hook_and_crd_install_are_kept(generate: Generate, cluster: FakeArgo, repo: Path) -> None:
+    """gitops-engine keeps ``hook: Skip`` alone and Helm's ``crd-install`` in the target: no removal."""
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    for notes in ({"argocd.argoproj.io/hook": "Skip, Skip"}, {"helm.sh/hook": "crd-install"}):
+        (repo / "plain" / "pvc.yaml").write_text(pvc(annotations=notes))
+        proc = run(generate, cluster)
+        assert proc.returncode == 0, (notes, proc.stderr)
+
+
+def test_a_namespace_with_a_null_items_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path
+) -> None:
+    cluster.put(application("plain", resources=PLAIN))
+    ns = repo / "plain" / "namespace.yaml"
+    ns.write_text(ns.read_text() + "items: null\n")
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, proc.stderr
+    assert "1 of a protected kind (Namespace)" in proc.stderr.splitlines()[0]
+
+
+def test_a_statefulset_with_an_items_list_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path
+) -> None:
+    cluster.put(application("plain", resources=[*PLAIN, ("apps", "StatefulSet", "plain", "db")]))
+    (repo / "plain" / "sts.yaml").write_text(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: plain}\nitems: []\n"
+    )
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, proc.stderr
+    assert "1 of a protected kind (StatefulSet)" in proc.stderr.splitlines()[0]
+
+
+def test_the_namespace_parameter_does_not_move_what_argo_cd_keys(
+    generate: Generate, cluster: FakeArgo, repo: Path
+) -> None:
+    """A PVC without a namespace lands in the destination namespace (``apps``), whatever ``namespace`` says."""
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "old", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(pvc().replace("  namespace: plain\n", ""))
+    params = json.dumps([{"name": "namespace", "string": "old"}])
+    proc = run(generate, cluster, ARGOCD_APP_PARAMETERS=params)
+    assert proc.returncode == 3, proc.stderr
+    assert "  PersistentVolumeClaim old/data" in proc.stderr.splitlines()
+    # and where Argo CD does put it, it is kept
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "apps", "data")]))
+    assert run(generate, cluster, ARGOCD_APP_PARAMETERS=params).returncode == 0
+
+
+def test_a_render_of_hooks_only_is_empty(generate: Generate, repo: Path) -> None:
+    for f in (repo / "plain").rglob("*"):
+        if f.is_file():
+            f.unlink()
+    (repo / "plain" / "job.yaml").write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n"
+        "    argocd.argoproj.io/hook: PreSync\nspec: {}\n"
+    )
+    proc = generate("plain")
+    assert proc.returncode == 3, proc.stderr
+    assert "none of which Argo CD keeps" in proc.stderr
