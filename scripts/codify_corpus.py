@@ -39,11 +39,15 @@ def fields(obj: dict[str, Any]) -> list[tuple[str, str, Any]]:
     out.append(("replicas", "/spec/replicas", replicas + 1 if isinstance(replicas, int) else None))
     image = str(container.get("image") or "")
     name, _, _tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
-    out.append(("image tag", f"{c0}/image", None if "@" in image or not image else f"{name or image}:9.9.9-codify"))
+    out.append(
+        ("image tag", f"{c0}/image", None if "@" in image or not image else f"{name or image}:9.9.9-codify")
+    )
     out.append(("memory limit", f"{c0}/resources/limits/memory", "999Mi"))
     env = [(i, e) for i, e in enumerate(container.get("env") or []) if isinstance(e.get("value"), str)]
     out.append(
-        ("env value", f"{c0}/env/{env[0][0]}/value", env[0][1]["value"] + "-codify") if env else ("env value", "", None)
+        ("env value", f"{c0}/env/{env[0][0]}/value", env[0][1]["value"] + "-codify")
+        if env
+        else ("env value", "", None)
     )
     out.append(("annotation", "/spec/template/metadata/annotations/" + escape("example.com/codify"), "kept"))
     return out
@@ -69,7 +73,9 @@ def trial(src: Path, chart: str, scratch: Path, settings: CmpSettings) -> list[t
         before = ws.render()
     finally:
         ws.close()
-    workloads = sorted((k for k in before.objects if k.kind in WORKLOADS), key=lambda k: (WORKLOADS.index(k.kind), k.name))
+    workloads = sorted(
+        (k for k in before.objects if k.kind in WORKLOADS), key=lambda k: (WORKLOADS.index(k.kind), k.name)
+    )
     if not workloads:
         return [("all", "NOT TRIED", "no Deployment, StatefulSet or DaemonSet in the render")]
     key = workloads[0]

@@ -30,13 +30,17 @@ from tests.manifests.test_notifier_manifests import go_template
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = ROOT / "manifests" / "components" / "argocd" / "argocd-notifications-cm-patch.yaml"
-SUBSCRIPTIONS = ROOT / "manifests" / "components" / "argocd-default-subscriptions" / "argocd-notifications-cm-patch.yaml"
+SUBSCRIPTIONS = (
+    ROOT / "manifests" / "components" / "argocd-default-subscriptions" / "argocd-notifications-cm-patch.yaml"
+)
 
 
 def _shipped() -> dict[str, str]:
     """The component's keys plus the default subscriptions of the other component."""
     data: dict[str, str] = yaml.safe_load(PATCH.read_text())["data"]
     return {**data, **yaml.safe_load(SUBSCRIPTIONS.read_text())["data"]}
+
+
 RETRY_MAX = 3
 
 

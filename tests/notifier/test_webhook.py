@@ -124,7 +124,9 @@ def _shipped_body(trigger: str, app_obj: dict[str, Any]) -> dict[str, Any]:
 
     from tests.manifests.test_notifier_manifests import go_template
 
-    patch = Path(__file__).resolve().parents[2] / "manifests/components/argocd/argocd-notifications-cm-patch.yaml"
+    patch = (
+        Path(__file__).resolve().parents[2] / "manifests/components/argocd/argocd-notifications-cm-patch.yaml"
+    )
     data = yaml.safe_load(patch.read_text())["data"]
     [cond] = yaml.safe_load(data[f"trigger.driftguard-{trigger}"])
     hook = yaml.safe_load(data[f"template.{cond['send'][0]}"])["webhook"]["driftguard"]
