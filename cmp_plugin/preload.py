@@ -63,6 +63,9 @@ TRUE = ("1", "true", "yes", "on")
 # variables set per Application by argocd-cmp-server (ARGOCD_APP_*, ARGOCD_ENV_* from plugin.env,
 # PARAM_*): never in the server's own environment (docs/user-guide/build-environment.md upstream)
 _PER_APP = ("ARGOCD_", "PARAM_", "KUBE_VERSION", "KUBE_API_VERSIONS")
+# what a Python process may add to its own environment at start (PEP 538's locale coercion): the
+# native front, a C program, never has it; the child keeps the server's
+_OWN = frozenset({"LC_CTYPE"})
 
 
 def enabled(environ: Mapping[str, str]) -> bool:
@@ -526,6 +529,21 @@ def _said(taken: int) -> str:
     return "taken" if said == b"a" else "stop" if said == b"s" else "gone"
 
 
+def _same_sidecar(env: Mapping[str, str]) -> bool:
+    """Whether the caller's settings are this server's: only the per-app variables may differ.
+
+    A child runs unconfined (tools are sandboxed, the plugin is not), so it must never take the
+    platform's settings (tool paths, sandbox paths, policy, limits) from the connection: a tool a
+    render runs can connect too (connecting to a socket is no write Landlock can refuse), and
+    would otherwise choose ``DRIFTGUARD_CMP_TOOL_WRITE_PATHS=/`` or its own ``DRIFTGUARD_HELM``.
+    argocd-cmp-server gives every command the sidecar's environment plus the per-app entries
+    (cmpserver/plugin/plugin.go ``generateManifest``: ``os.Environ()`` + the request's env), so a
+    real caller always matches; anything else renders in its own process, as without a server.
+    """
+    own = {k: v for k, v in os.environ.items() if not k.startswith(_PER_APP) and k not in _OWN}
+    return own == {k: v for k, v in env.items() if not k.startswith(_PER_APP) and k not in _OWN}
+
+
 def _child(conn: Socket) -> None:
     """Take the caller's render over: its group, descriptors, directory, umask and environment."""
     import socket
@@ -553,6 +571,9 @@ def _child(conn: Socket) -> None:
                 os._exit(1)
             body += chunk
         umask, pgid, env = decode_request(body)
+        if not _same_sidecar(env):
+            conn.sendall(NOT_READY)  # the caller renders in-process, under its own settings
+            os._exit(1)
         try:
             os.setpgid(0, pgid)
         except OSError:
@@ -565,12 +586,12 @@ def _child(conn: Socket) -> None:
             if fd > 2:
                 os.close(fd)
         os.umask(umask)
-        # the render's environment exactly; changed in place (most of it is the sidecar's own,
-        # which this process already holds): every putenv/unsetenv costs, ~1 ms for clear + update
-        for key in [k for k in os.environ if k not in env]:
+        # the sidecar's settings are this process's own (_same_sidecar): only the per-app
+        # variables change, in place (every putenv/unsetenv costs)
+        for key in [k for k in os.environ if k.startswith(_PER_APP) and k not in env]:
             del os.environ[key]
         for key, value in env.items():
-            if os.environ.get(key) != value:
+            if key.startswith(_PER_APP) and os.environ.get(key) != value:
                 os.environ[key] = value
         sys.argv = ["driftguard-cmp", "generate"]
         conn.sendall(READY)

@@ -56,14 +56,18 @@ def helm_log(tmp_path: Path) -> Path:
     return tmp_path / "helm-starts.jsonl"
 
 
-def wrapper(tmp_path: Path, log: Path, *, sleep: int = 0) -> Path:
-    """A helm that logs its pid, parent and process group, then becomes the real helm."""
-    path = tmp_path / f"helm-{sleep}"
+def wrapper(tmp_path: Path, log: Path) -> Path:
+    """A helm that logs its pid, parent and process group, then becomes the real helm.
+
+    It first sleeps ARGOCD_ENV_HELM_SLEEP seconds when the render has that per-app variable (a
+    per-app variable, so the sidecar's settings stay the server's and the render is preloaded).
+    """
+    path = tmp_path / "helm"
     path.write_text(
         "#!/bin/sh\n"
         f'printf \'{{"pid": %s, "ppid": %s, "pgid": %s}}\\n\' "$$" "$PPID" '
         f"\"$(cut -d' ' -f5 /proc/$$/stat)\" >> '{log}'\n"
-        + (f"sleep {sleep}\n" if sleep else "")
+        '[ -n "$ARGOCD_ENV_HELM_SLEEP" ] && sleep "$ARGOCD_ENV_HELM_SLEEP"\n'
         + f"exec '{os.environ['DRIFTGUARD_HELM']}' \"$@\"\n"
     )
     path.chmod(0o755)
@@ -120,9 +124,11 @@ def start(
         **popen: Any,
     ) -> subprocess.Popen[str]:
         env = {
-            **cmp_env(APP, params, **(extra or {})),
+            **cmp_env(
+                APP, params, **(extra or {}), **({"ARGOCD_ENV_HELM_SLEEP": str(sleep)} if sleep else {})
+            ),
             "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
-            "DRIFTGUARD_HELM": str(wrapper(tmp_path, helm_log, sleep=sleep)),
+            "DRIFTGUARD_HELM": str(wrapper(tmp_path, helm_log)),
             # the instrumented helm logs beside the test (the sandbox lets a tool write nowhere else)
             "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": str(helm_log.parent),
             "DRIFTGUARD_CMP_PRELOAD": preload_value,
@@ -365,13 +371,14 @@ def test_a_changed_module_file_is_noticed(tmp_path: Path) -> None:
     assert preload._changed(files)
 
 
-def test_the_render_has_exactly_the_callers_environment_not_the_servers(
+def test_a_caller_with_other_settings_is_never_served_by_a_child(
     generate: Callable[..., Run], cache: Path, helm_log: Path
 ) -> None:
-    """The server keeps the environment it started with; each child takes the caller's, in full.
+    """A child takes only the per-app variables from a caller; other settings: the caller renders itself.
 
     The first render starts the server with a setting the settings refuse; a render without it
-    must not see it, and one with it must.
+    renders in its own process (a child would run unconfined with settings a connecting tool
+    chose), and sees its own environment either way.
     """
     bad = {"DRIFTGUARD_CMP_MAX_MEMORY": "lots"}
     first = generate(extra=bad)
@@ -380,9 +387,20 @@ def test_the_render_has_exactly_the_callers_environment_not_the_servers(
     assert b"DRIFTGUARD_CMP_MAX_MEMORY=lots" in Path(f"/proc/{server}/environ").read_bytes().split(b"\0")
     clean = generate()
     assert clean.returncode == 0, clean.stderr
-    assert starts(helm_log)[-1]["ppid"] != clean.pid, "preloaded"
+    assert starts(helm_log)[-1]["ppid"] == clean.pid, "rendered in-process, not by the server's child"
     again = generate(extra=bad)
     assert (again.returncode, again.stderr) == (first.returncode, first.stderr)
+
+
+def test_a_caller_with_the_servers_settings_is_served_with_its_own_app_variables(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    """Per-app variables (ARGOCD_APP_*, ARGOCD_ENV_*, PARAM_*) do cross: that is every real render."""
+    assert generate().returncode == 0
+    served(cache)
+    run = generate(extra={"ARGOCD_ENV_EXTRA": "x"})
+    assert run.returncode == 0, run.stderr
+    assert starts(helm_log)[-1]["ppid"] != run.pid, "preloaded"
 
 
 def test_a_stuck_child_is_replaced_and_the_render_still_preloaded(
