@@ -14,34 +14,34 @@ import yaml
 
 from .test_chart import CHART, helm, render
 
-# (value set, the path helm names when it refuses it, the override that allows it)
+# (value set, the path helm 4 names when it refuses it (a JSON pointer), the override that allows it)
 UNSAFE = [
-    ("podSecurityContext.runAsUser=0", "podSecurityContext.runAsUser", "allowRunAsRoot"),
-    ("containerSecurityContext.runAsUser=0", "containerSecurityContext.runAsUser", "allowRunAsRoot"),
-    ("podSecurityContext.runAsNonRoot=false", "podSecurityContext.runAsNonRoot", "allowRunAsRoot"),
-    ("containerSecurityContext.privileged=true", "containerSecurityContext.privileged", "allowPrivileged"),
+    ("podSecurityContext.runAsUser=0", "/podSecurityContext/runAsUser", "allowRunAsRoot"),
+    ("containerSecurityContext.runAsUser=0", "/containerSecurityContext/runAsUser", "allowRunAsRoot"),
+    ("podSecurityContext.runAsNonRoot=false", "/podSecurityContext/runAsNonRoot", "allowRunAsRoot"),
+    ("containerSecurityContext.privileged=true", "/containerSecurityContext/privileged", "allowPrivileged"),
     (
         "containerSecurityContext.allowPrivilegeEscalation=true",
-        "containerSecurityContext.allowPrivilegeEscalation",
+        "/containerSecurityContext/allowPrivilegeEscalation",
         "allowPrivileged",
     ),
     (
         "containerSecurityContext.capabilities.add={SYS_ADMIN}",
-        "containerSecurityContext.capabilities.add",
+        "/containerSecurityContext/capabilities/add",
         "allowPrivileged",
     ),
     (
         "containerSecurityContext.readOnlyRootFilesystem=false",
-        "containerSecurityContext.readOnlyRootFilesystem",
+        "/containerSecurityContext/readOnlyRootFilesystem",
         "allowWritableRootFilesystem",
     ),
     # removing the key (helm: null deletes a default) leaves a writable root filesystem too
     (
         "containerSecurityContext.readOnlyRootFilesystem=null",
-        "readOnlyRootFilesystem is required",
+        "missing property 'readOnlyRootFilesystem'",
         "allowWritableRootFilesystem",
     ),
-    ("podSecurityContext.runAsNonRoot=null", "runAsNonRoot is required", "allowRunAsRoot"),
+    ("podSecurityContext.runAsNonRoot=null", "missing property 'runAsNonRoot'", "allowRunAsRoot"),
 ]
 
 
