@@ -116,10 +116,10 @@ class Finding(NamedTuple):
             under = f" (under {self.origin})" if self.origin else ""
             origin = f"not set here, chart default {_show(self.default)}{under}"
         if self.is_finding:
-            flip = "removing it" if self.flip is None else f"setting it to {_show(self.flip)}"
+            flip = "removed" if self.flip is None else f"set to {_show(self.flip)}"
             return (
-                f"{self.gate.key}: {self.where()} {self.quoted()}; {origin}; "
-                f"{flip} removes {len(self.rendered)}: {what}"
+                f"{self.gate.key}: {self.where()} {self.quoted()} decides {what}; {origin}; "
+                f"proven: a render with it {flip} removes {len(self.rendered)}"
             )
         return f"{self.gate.key}: {self.where()} {self.quoted()} decides {what}; {origin}"
 
