@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from cmp_plugin.scan import Doc
     from cmp_plugin.renderers.base import RenderJob
 
-__all__ = ["BACK", "GONE", "Flip", "Proof", "Resource", "prove", "render_kept"]
+__all__ = ["BACK", "GONE", "Flip", "Proof", "ProofRun", "Resource", "prove", "render_kept"]
 
 GONE = "gone"
 """Prove that a flip removes resources of the base render (implicit-defaults)."""
@@ -101,55 +101,82 @@ def prove(
     targets: Iterable[ResourceKey] = (),
 ) -> Proof:
     """What each flip changes, proven by helm renders of ``job`` with the flips set (module doc)."""
-    if not flips:
-        return Proof({}, {}, 0)
-    wanted = sorted(set(targets))
-    cache_dir = job.settings.cache_dir
-    digest = _digest(job, flips, want, wanted, base)
-    if digest is not None:
-        hit = _load(cache_get(cache_dir, f"proof-{digest}"), flips)
-        if hit is not None:
-            return hit
-    solver = _Solver(job, flips, base, want, set(wanted))
-    proof = solver.run()
-    if digest is not None and not solver.unreliable:
-        cache_put(cache_dir, f"proof-{digest}", _dump(proof))
-    return proof
+    run = ProofRun(job, flips, want=want, targets=targets)
+    try:
+        run.start()
+        return run.finish(base)
+    finally:
+        run.cancel()
+
+
+class ProofRun:
+    """A proof whose first renders may start before the base render is known (while helm renders
+    it); ``finish`` collects them and renders the rest. ``cancel`` stops whatever still runs."""
+
+    def __init__(
+        self, job: RenderJob, flips: list[Flip], *, want: str = GONE, targets: Iterable[ResourceKey] = ()
+    ) -> None:
+        wanted = sorted(set(targets))
+        self.job = job
+        self.digest = _digest(job, flips, want, wanted) if flips else None
+        self.hit: Proof | None = None if flips else Proof({}, {}, 0)
+        if self.digest is not None:
+            self.hit = _load(cache_get(job.settings.cache_dir, f"proof-{self.digest}"), flips)
+        self.solver = _Solver(job, flips, want, set(wanted))
+
+    def start(self) -> None:
+        """Start the first renders (no more than PARALLEL), unless the cache has the answer."""
+        if self.hit is None:
+            self.solver.launch()
+
+    def finish(self, base: dict[ResourceKey, Resource]) -> Proof:
+        if self.hit is not None:
+            return self.hit
+        proof = self.solver.finish(base)
+        if self.digest is not None and not self.solver.unreliable:
+            cache_put(self.job.settings.cache_dir, f"proof-{self.digest}", _dump(proof))
+        self.hit = proof
+        return proof
+
+    def cancel(self) -> None:
+        self.solver.cancel()
 
 
 class _Solver:
-    def __init__(
-        self,
-        job: RenderJob,
-        flips: list[Flip],
-        base: dict[ResourceKey, Resource],
-        want: str,
-        targets: set[ResourceKey],
-    ) -> None:
-        self.job, self.base, self.want, self.targets = job, base, want, targets
-        self.flips = flips
+    def __init__(self, job: RenderJob, flips: list[Flip], want: str, targets: set[ResourceKey]) -> None:
+        self.job, self.want, self.targets = job, want, targets
         self.changed: dict[str, list[Resource]] = {f.key: [] for f in flips}
         self.failed: dict[str, str] = {}
         self.renders = 0
         self.unreliable = False
         """A render stopped for a reason other than the chart (a timeout): not cached."""
+        self.queue = _colour(flips)
+        self.running: list[tuple[list[Flip], ToolRun | str]] = []
 
-    def run(self) -> Proof:
-        queue = _colour(self.flips)
-        while queue:
+    def launch(self) -> None:
+        while self.queue and len(self.running) < PARALLEL:
             if self.renders >= MAX_RENDERS:
-                for batch in queue:
+                for batch in self.queue:
                     for f in batch:
                         self.failed[f.key] = f"not proven within the proof's {MAX_RENDERS} renders"
+                self.queue = []
                 break
-            room = min(PARALLEL, MAX_RENDERS - self.renders)
-            now, queue = queue[:room], queue[room:]
-            started = [(batch, self._start(batch)) for batch in now]
-            for batch, run in started:
-                queue += self._settle(batch, run)
-        return Proof(
-            {k: tuple(v) for k, v in self.changed.items() if v}, dict(self.failed), self.renders
-        )
+            batch = self.queue.pop(0)
+            self.running.append((batch, self._start(batch)))
+
+    def finish(self, base: dict[ResourceKey, Resource]) -> Proof:
+        self.launch()
+        while self.running:
+            batch, run = self.running.pop(0)
+            self.queue += self._settle(batch, run, base)
+            self.launch()
+        return Proof({k: tuple(v) for k, v in self.changed.items() if v}, dict(self.failed), self.renders)
+
+    def cancel(self) -> None:
+        for _, run in self.running:
+            if not isinstance(run, str):
+                run.kill()
+        self.running = []
 
     def _start(self, batch: list[Flip]) -> ToolRun | str:
         from cmp_plugin.process import ToolRun, tool_env
@@ -176,7 +203,9 @@ class _Solver:
             self.unreliable = True
             return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
-    def _settle(self, batch: list[Flip], run: ToolRun | str) -> list[list[Flip]]:
+    def _settle(
+        self, batch: list[Flip], run: ToolRun | str, base: dict[ResourceKey, Resource]
+    ) -> list[list[Flip]]:
         """Credit what one render changed; the groups still to render."""
         from driftguard.errors import RenderTimeout
 
@@ -192,7 +221,7 @@ class _Solver:
             detail = (getattr(exc, "stderr", "") or "").strip().splitlines()
             return self._fail(batch, detail[-1] if detail else str(exc).splitlines()[0])
         if self.want == GONE:
-            changed = [r for k, r in self.base.items() if k not in flipped]
+            changed = [r for k, r in base.items() if k not in flipped]
         else:
             changed = [flipped[k] for k in self.targets if k in flipped]
         if len(batch) == 1:
@@ -229,7 +258,7 @@ def _overlap(a: Flip, b: Flip) -> bool:
         return True  # both in one values document: one would overwrite the other
     if not a.templates or not b.templates:
         return True
-    return any(_covers(a.templates, t) or _covers(b.templates, t) for t in (*a.templates, *b.templates))
+    return any(_covers(b.templates, t) for t in a.templates) or any(_covers(a.templates, t) for t in b.templates)
 
 
 def _colour(flips: list[Flip]) -> list[list[Flip]]:
@@ -276,9 +305,7 @@ def chart_digest(chart_dir: Path) -> str | None:
     return str(h.hexdigest())
 
 
-def _digest(
-    job: RenderJob, flips: list[Flip], want: str, targets: list[ResourceKey], base: dict[ResourceKey, Resource]
-) -> str | None:
+def _digest(job: RenderJob, flips: list[Flip], want: str, targets: list[ResourceKey]) -> str | None:
     from cmp_plugin.renderers.helm import helm_argv, values_files
 
     chart = chart_digest(job.app_dir)
@@ -286,6 +313,8 @@ def _digest(
         return None
     h = hasher(chart.encode())
     try:
+        tool = os.stat(job.settings.helm_path())  # another helm may render another stream
+        h.update(f"\0helm\0{tool.st_size}\0{tool.st_mtime_ns}\0{tool.st_ino}".encode())
         files = values_files(job)
         argv = helm_argv("helm", job, values_files=files)
         for f in files:
@@ -296,7 +325,6 @@ def _digest(
     for a in argv:
         h.update(b"\0" + (b"<path>" if a.startswith("/") else a.encode()))
     h.update(json.dumps([want, [list(f) for f in flips], [list(t) for t in targets]], default=str).encode())
-    h.update(json.dumps(sorted([list(k), r.template, r.kept] for k, r in base.items())).encode())
     return str(h.hexdigest())
 
 

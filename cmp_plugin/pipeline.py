@@ -16,7 +16,7 @@ from cmp_plugin.settings import CmpSettings
 from driftguard.errors import InputError, LimitExceeded
 
 if TYPE_CHECKING:
-    from cmp_plugin.guards import Guard
+    from cmp_plugin.guards import Guard, GuardContext
     from cmp_plugin.launch import Early
     from cmp_plugin.scan import Doc
     from driftguard.manifests import ResourceKey
@@ -118,6 +118,7 @@ def _run(
         scratch = Path(early.scratch)
     else:
         scratch = Path(launch.new_scratch(str(settings.scratch_root)))
+    ctx: GuardContext | None = None
     try:
         job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
         renderer = choose(app_dir, env.param("renderer"))
@@ -163,6 +164,9 @@ def _run(
         return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes)
     finally:
         import shutil
+
+        for cleanup in ctx.cleanups if ctx is not None else ():
+            cleanup()  # what a guard started in begin() (implicit-defaults' proof renders)
 
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from cmp_plugin.renderers.base import Rendered, RenderJob
@@ -26,6 +27,8 @@ class GuardContext:
         self.keys: list[ResourceKey] = []
         self.notes: dict[str, object] = {}
         """What one guard learned that a later one may use (implicit-defaults -> shrink)."""
+        self.cleanups: list[Callable[[], None]] = []
+        """Called once the render is over, refused or not: stop what a guard started in ``begin``."""
 
 
 class Guard(Protocol):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmp_plugin import chart_values as cv
-from cmp_plugin.flip_proof import render_kept
+from cmp_plugin.flip_proof import Flip, Proof, ProofRun, render_kept
 from cmp_plugin.gate_eval import evaluate
 from cmp_plugin.gating import MAX_SOURCES, ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
@@ -65,6 +65,7 @@ NOT_RENDERED = "its resources are not in this render"
 NOT_DECIDING = "the condition holds without it: turning it off would not remove the resources"
 REMOVES_NOTHING = "not proven: a render with it flipped removes no resource"
 HOOKS_ONLY = "not proven: a render with it flipped removes only hooks, which Argo CD runs but does not keep"
+NOT_PROVEN = "not proven"
 REPEATS = "not proven on its own: removing it takes the same resources as its key"
 
 
@@ -260,15 +261,8 @@ def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
     return out
 
 
-def prove(
-    job: RenderJob, switches: list[Finding], text: str, docs: list[Doc] | None = None
-) -> tuple[list[Finding], int]:
-    """The CANDIDATE keys proven by helm renders of ``job`` with them flipped (cmp_plugin.flip_proof):
-    FINDING with exactly the kept resources a flip removes, or why not; and the renders run."""
-    from cmp_plugin.flip_proof import Flip
-    from cmp_plugin.flip_proof import prove as run_proof
-
-    base = render_kept(job, text, docs)
+def flips_of(switches: list[Finding]) -> list[Flip]:
+    """One flip per CANDIDATE key, with the templates its gates decide (the proof's hint)."""
     keys: dict[str, Flip] = {}
     for f in switches:
         if f.verdict != CANDIDATE:
@@ -276,9 +270,30 @@ def prove(
         old = keys.get(f.gate.key)
         hint = tuple(dict.fromkeys((*(old.templates if old else ()), *f.gate.sources)))
         keys[f.gate.key] = Flip(f.gate.key, f.flip, hint)
-    if not keys:
+    return list(keys.values())
+
+
+def prove(
+    job: RenderJob, switches: list[Finding], text: str, docs: list[Doc] | None = None, run: ProofRun | None = None
+) -> tuple[list[Finding], int]:
+    """The CANDIDATE keys proven by helm renders of ``job`` with them flipped (cmp_plugin.flip_proof):
+    FINDING with exactly the kept resources a flip removes, or why not; and the renders run.
+    ``run``: a proof started earlier (``begin``) over a superset of these candidates."""
+    flips = flips_of(switches)
+    if not flips:
         return switches, 0
-    proof = run_proof(job, list(keys.values()), base=base)
+    if run is None:
+        run = ProofRun(job, flips)
+        run.start()
+    try:
+        proof = run.finish(render_kept(job, text, docs))
+    finally:
+        run.cancel()
+    return verdicts_of(switches, proof, {f.key: f for f in flips}), proof.renders
+
+
+def verdicts_of(switches: list[Finding], proof: Proof, flips: dict[str, Flip]) -> list[Finding]:
+    """Each CANDIDATE turned into FINDING (with what its flip removes) or the reason it is not one."""
     removed: dict[str, tuple[str, ...]] = {}
     hooks: dict[str, int] = {}
     for key, items in proof.changed.items():
@@ -286,7 +301,7 @@ def prove(
         hooks[key] = sum(1 for r in items if not r.kept)
     repeats: dict[str, str] = {}
     for key, res in removed.items():  # a whole map whose removal only repeats one of its own keys
-        if res and keys[key].value is None:
+        if res and key in flips and flips[key].value is None:
             for other, theirs in removed.items():
                 if other.startswith(key + ".") and set(res) <= set(theirs):
                     repeats[key] = other
@@ -303,10 +318,10 @@ def prove(
         elif hooks.get(key):
             out.append(f._replace(verdict=HOOKS_ONLY, why=f"{hooks[key]} hook(s)"))
         elif key in proof.failed:
-            out.append(f._replace(verdict="not proven", why=proof.failed[key]))
+            out.append(f._replace(verdict=NOT_PROVEN, why=proof.failed[key]))
         else:
             out.append(f._replace(verdict=REMOVES_NOTHING))
-    return out, proof.renders
+    return out
 
 
 def all_gates(prep: Prepared) -> list[Gate]:
@@ -433,11 +448,16 @@ class ImplicitDefaultsGuard(GuardBase):
         if ctx.job.env.param("implicit-defaults") == "off" or ctx.renderer != "helm":
             return
         try:
-            ctx.notes[NOTE + "-prepared"] = prepare(
-                ctx.job.app_dir, supplied_values(ctx.job), cache_dir=ctx.job.settings.cache_dir
-            )
+            prep = prepare(ctx.job.app_dir, supplied_values(ctx.job), cache_dir=ctx.job.settings.cache_dir)
         except InputError as exc:
             ctx.notes[NOTE + "-prepared"] = exc  # reported in check(), in the guards' order
+            return
+        ctx.notes[NOTE + "-prepared"] = prep
+        # the first proof renders run beside helm's own render (a warm cache runs none)
+        run = ProofRun(ctx.job, flips_of(classify(prep, None)))
+        ctx.cleanups.append(run.cancel)
+        run.start()
+        ctx.notes[NOTE + "-proof"] = run
 
     def check(self, ctx: GuardContext) -> list[str]:
         job = ctx.job
@@ -451,7 +471,10 @@ class ImplicitDefaultsGuard(GuardBase):
             prep = prepare(job.app_dir, supplied_values(job), cache_dir=job.settings.cache_dir)
         switches = classify(prep, ctx.docs)
         text = ctx.rendered.text
-        switches, renders = prove(job, switches, text, ctx.docs)
+        run = ctx.notes.get(NOTE + "-proof")
+        switches, renders = prove(
+            job, switches, text, ctx.docs, run=run if isinstance(run, ProofRun) else None
+        )
         ctx.notes[NOTE] = switches
         ctx.notes[NOTE + "-renders"] = renders
         ctx.notes[NOTE + "-content-only"] = prep.scan.content_only
