@@ -219,7 +219,8 @@ class _Solver:
             return self._fail(batch, str(exc))
         except DriftguardError as exc:
             detail = (getattr(exc, "stderr", "") or "").strip().splitlines()
-            return self._fail(batch, detail[-1] if detail else str(exc).splitlines()[0])
+            said = [line for line in detail if line.startswith("Error:")] or detail[-1:]
+            return self._fail(batch, said[0] if said else str(exc).splitlines()[0])
         if self.want == GONE:
             changed = [r for k, r in base.items() if k not in flipped]
         else:
