@@ -40,9 +40,7 @@ from cmp_plugin.appset.findings import (
 from cmp_plugin.appset.git import normalize_url
 from cmp_plugin.argo_env import AppEnv, parse_parameters
 from cmp_plugin.confine import inside
-from cmp_plugin.envcause import cause_of
-from cmp_plugin.guards.implicit_defaults import Finding as GateFinding
-from cmp_plugin.guards.implicit_defaults import analyse
+from cmp_plugin.envcause import UNKNOWN, Probe, probe, removal_causes
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import DriftguardError, InputError
@@ -384,11 +382,11 @@ def _environment_of(
     )
 
 
-Rendered = tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], list[GateFinding]]
+Rendered = tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], Probe | None]
 
 
 def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
-    """Objects by key, their template source, and the implicit-defaults findings, at one revision."""
+    """Objects by key, their template source, and (helm) what the proof of a removal's cause needs."""
     app_dir = _confined(env, tree)
     params, explicit = parse_parameters({}, dict(env.parameters))
     app_name = (
@@ -405,11 +403,10 @@ def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
         objects[key] = doc.obj
     for key, scanned in zip(outcome.keys, outcome.docs, strict=True):
         sources[key] = scanned.source
-    findings: list[GateFinding] = []
+    found: Probe | None = None
     if outcome.renderer == "helm":
-        with tempfile.TemporaryDirectory() as scratch:
-            findings = analyse(RenderJob(app_dir, tree, app_env, settings, Path(scratch)), outcome.docs)
-    return objects, sources, findings
+        found = probe(RenderJob(app_dir, tree, app_env, settings, settings.scratch_root), outcome.text, outcome.docs)
+    return objects, sources, found
 
 
 def _confined(env: Environment, tree: Path) -> Path:
@@ -427,7 +424,7 @@ def _diff_env(
     base: Environment | None, head: Environment | None, trees: dict[str, Path], settings: CmpSettings
 ) -> EnvDiff:
     out = EnvDiff(base, head)
-    empty: Rendered = ({}, {}, [])
+    empty: Rendered = ({}, {}, None)
     rendered: dict[str, Rendered] = {}
     for label, env in (("base", base), ("head", head)):
         if env is None:
@@ -441,16 +438,26 @@ def _diff_env(
             rendered[label] = empty
     if base is not None and head is not None:
         out.definition = _definition_changes(base, head)
-    (b_obj, b_src, b_find), (h_obj, _, h_find) = rendered["base"], rendered["head"]
+    (b_obj, _, b_probe), (h_obj, _, h_probe) = rendered["base"], rendered["head"]
     if "head" in out.errors:
         return out
-    for key in sorted(b_obj.keys() - h_obj.keys()):
-        out.removed.append(Change(key, cause_of(key, b_src.get(key, ""), b_find, h_find) if head else ""))
+    gone = sorted(b_obj.keys() - h_obj.keys())
+    why: dict[ResourceKey, str] = {}
+    if head is not None and b_probe is not None and h_probe is not None:
+        try:
+            why = removal_causes(b_probe, h_probe, gone)
+        except DriftguardError:
+            why = {}  # the proof could not run: the causes stay unknown
+    for key in gone:
+        out.removed.append(Change(key, why.get(key, "")))
     out.added = [Change(k) for k in sorted(h_obj.keys() - b_obj.keys())]
     out.changed = [Change(k) for k in sorted(b_obj.keys() & h_obj.keys()) if b_obj[k] != h_obj[k]]
     if head is not None and out.definition:
         for c in out.removed:
             c.cause = c.cause or f"the Application's definition changed: {'; '.join(out.definition)}"
+    if head is not None:
+        for c in out.removed:
+            c.cause = c.cause or UNKNOWN
     return out
 
 

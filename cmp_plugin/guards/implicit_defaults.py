@@ -210,7 +210,7 @@ def flip_of(default: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def _eval_view(prep: Prepared) -> dict[str, Any]:
+def eval_view(prep: Prepared) -> dict[str, Any]:
     """The effective values as the templates read them: ``_internal*`` defaults under the rest."""
     view = prep.effective
     for root in internal_roots(prep.defaults):
@@ -226,7 +226,7 @@ def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
         for d in docs:
             rel = d.source.split("/", 1)[1] if "/" in d.source else d.source
             rendered[rel] = rendered.get(rel, 0) + 1
-    view = _eval_view(prep)
+    view = eval_view(prep)
     out: list[Finding] = []
     for gate in all_gates(prep):
         explicit = any(cv.lookup(doc, gate.key)[0] for doc in prep.supplied) or any(
