@@ -75,6 +75,9 @@ class Proof(NamedTuple):
     """Flip key -> why no render could prove it (helm's error, the render budget)."""
     renders: int
     """helm renders run for this proof (0 when it came from the cache)."""
+    pending: tuple[str, ...] = ()
+    """Flip keys not settled within the time the caller gave (``finish(budget=...)``): the next
+    proof of the same content goes on from here (the cache holds what is settled)."""
 
 
 def render_kept(job: RenderJob, text: str, docs: list[Doc] | None = None) -> dict[ResourceKey, Resource]:
@@ -120,19 +123,33 @@ class ProofRun:
         self.job = job
         self.digest = _digest(job, flips, want, wanted) if flips else None
         self.hit: Proof | None = None if flips else Proof({}, {}, 0)
+        self.prior = Proof({}, {}, 0)
+        todo = flips
         if self.digest is not None:
-            self.hit = _load(cache_get(job.settings.cache_dir, f"proof-{self.digest}"), flips)
-        self.solver = _Solver(job, flips, want, set(wanted))
+            cached = _load(cache_get(job.settings.cache_dir, f"proof-{self.digest}"), flips)
+            if cached is not None and not cached.pending:
+                self.hit = cached
+            elif cached is not None:  # settled in part by an earlier render: go on with the rest
+                self.prior = cached
+                todo = [f for f in flips if f.key in set(cached.pending)]
+        self.solver = _Solver(job, todo, want, set(wanted))
 
     def start(self) -> None:
         """Start the first renders (no more than PARALLEL), unless the cache has the answer."""
         if self.hit is None:
             self.solver.launch()
 
-    def finish(self, base: dict[ResourceKey, Resource]) -> Proof:
+    def finish(self, base: dict[ResourceKey, Resource], *, budget: float | None = None) -> Proof:
+        """Every flip settled, or with ``budget`` (seconds from now) those settled in that time."""
         if self.hit is not None:
             return self.hit
-        proof = self.solver.finish(base)
+        new = self.solver.finish(base, budget=budget)
+        proof = Proof(
+            {**self.prior.changed, **new.changed},
+            {**self.prior.failed, **new.failed},
+            new.renders,
+            new.pending,
+        )
         if self.digest is not None and not self.solver.unreliable:
             cache_put(self.job.settings.cache_dir, f"proof-{self.digest}", _dump(proof))
         self.hit = proof
@@ -164,13 +181,26 @@ class _Solver:
             batch = self.queue.pop(0)
             self.running.append((batch, self._start(batch)))
 
-    def finish(self, base: dict[ResourceKey, Resource]) -> Proof:
+    def finish(self, base: dict[ResourceKey, Resource], *, budget: float | None = None) -> Proof:
+        import time
+
+        stop = None if budget is None else time.monotonic() + budget
         self.launch()
         while self.running:
             batch, run = self.running.pop(0)
             self.queue += self._settle(batch, run, base)
+            if stop is not None and time.monotonic() > stop:
+                for batch, run in self.running:  # over the budget: what still runs is left for later
+                    if not isinstance(run, str):
+                        run.kill()
+                    self.queue.append(batch)
+                self.running = []
+                break
             self.launch()
-        return Proof({k: tuple(v) for k, v in self.changed.items() if v}, dict(self.failed), self.renders)
+        pending = tuple(f.key for batch in self.queue for f in batch)
+        return Proof(
+            {k: tuple(v) for k, v in self.changed.items() if v}, dict(self.failed), self.renders, pending
+        )
 
     def cancel(self) -> None:
         for _, run in self.running:
@@ -333,6 +363,7 @@ def _dump(proof: Proof) -> dict[str, Any]:
     return {
         "changed": {k: [[list(r.key), r.template, r.kept] for r in v] for k, v in proof.changed.items()},
         "failed": proof.failed,
+        "pending": list(proof.pending),
     }
 
 
@@ -345,6 +376,7 @@ def _load(raw: Any, flips: list[Flip]) -> Proof | None:
             if k in keys
         }
         failed = {str(k): str(v) for k, v in raw["failed"].items() if k in keys}
-        return Proof(changed, failed, 0)
+        pending = tuple(str(k) for k in raw.get("pending", []) if k in keys)
+        return Proof(changed, failed, 0, pending)
     except (TypeError, KeyError, ValueError, IndexError):
         return None

@@ -43,6 +43,7 @@ def run(
     settings: CmpSettings,
     guards: tuple[Guard, ...] | None = None,
     early: Early | None = None,
+    hot: bool = False,
 ) -> Outcome:
     """Render ``app_dir`` and run every guard; GuardRefusal, RenderError or InputError on failure.
 
@@ -52,7 +53,9 @@ def run(
     ``dataclasses`` and other heavy imports: ``bench/cmp_overhead.py`` measures the difference.
     """
     with deadline(settings.timeout):
-        return _run(app_dir, repo_root=repo_root, env=env, settings=settings, guards=guards, early=early)
+        return _run(
+            app_dir, repo_root=repo_root, env=env, settings=settings, guards=guards, early=early, hot=hot
+        )
 
 
 GRACE = 0.5
@@ -108,6 +111,7 @@ def _run(
     settings: CmpSettings,
     guards: tuple[Guard, ...] | None,
     early: Early | None,
+    hot: bool = False,
 ) -> Outcome:
     env = policy.apply(env, settings)  # the platform's defaults; a tenant loosening past them is refused
     app_dir = app_dir.resolve()
@@ -133,7 +137,7 @@ def _run(
             from driftguard.manifests import Limits
 
             active = GUARDS if guards is None else guards
-            ctx = GuardContext(job, renderer=renderer.name)
+            ctx = GuardContext(job, renderer=renderer.name, hot=hot)
             for guard in active:
                 guard.begin(ctx)
             warnings: list[str] = []

@@ -18,8 +18,10 @@ RENDER = "render"  # runs on the rendered resources
 class GuardContext:
     """What a guard may look at. ``docs[i]`` has identity ``keys[i]``."""
 
-    def __init__(self, job: RenderJob, *, renderer: str = "") -> None:
+    def __init__(self, job: RenderJob, *, renderer: str = "", hot: bool = False) -> None:
         self.job = job
+        self.hot = hot
+        """Argo CD waits for this render (``generate``): work that can wait for the next render waits."""
         self.renderer = renderer
         """The renderer's name, known before it runs."""
         self.rendered: Rendered | None = None

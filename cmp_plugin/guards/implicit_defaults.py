@@ -22,6 +22,7 @@ template:line.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -53,6 +54,8 @@ __all__ = [
 
 NOTE = "implicit-defaults"
 SHOWN_KEYS = 4
+MIN_BUDGET = 0.25
+"""Seconds warn mode gives the proof at least, however fast helm's own render was."""
 
 FINDING = "finding"
 CANDIDATE = "proposed by the template scan, not yet proven by a render"
@@ -66,6 +69,7 @@ NOT_DECIDING = "the condition holds without it: turning it off would not remove 
 REMOVES_NOTHING = "not proven: a render with it flipped removes no resource"
 HOOKS_ONLY = "not proven: a render with it flipped removes only hooks, which Argo CD runs but does not keep"
 NOT_PROVEN = "not proven"
+PENDING = "not proven yet: generate in warn mode spends about one render's time on proofs; the next render goes on"
 REPEATS = "not proven on its own: removing it takes the same resources as its key"
 
 
@@ -261,8 +265,10 @@ def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
     return out
 
 
-def flips_of(switches: list[Finding]) -> list[Flip]:
-    """One flip per CANDIDATE key, with the templates its gates decide (the proof's hint)."""
+def flips_of(switches: list[Finding], prep: Prepared | None = None, chart_dir: Path | None = None) -> list[Flip]:
+    """One flip per CANDIDATE key, with the templates that may hold what it decides (the proof's hint
+    for crediting a change to one key of a render): those of its gates and, with ``chart_dir``,
+    every output template of its chart that reads the key by name."""
     keys: dict[str, Flip] = {}
     for f in switches:
         if f.verdict != CANDIDATE:
@@ -270,23 +276,62 @@ def flips_of(switches: list[Finding]) -> list[Flip]:
         old = keys.get(f.gate.key)
         hint = tuple(dict.fromkeys((*(old.templates if old else ()), *f.gate.sources)))
         keys[f.gate.key] = Flip(f.gate.key, f.flip, hint)
+    if prep is not None and chart_dir is not None and keys:
+        texts = _output_templates(chart_dir, prep)
+        scopes = {f.gate.key: f.gate.scope for f in switches if f.gate.key in keys}
+        for key, flip in keys.items():
+            scope = scopes.get(key, "")
+            rel = key[len(scope) :] if scope and key.startswith(scope) else key
+            needle = "Values." + rel
+            extra = [
+                src
+                for src, (where, text) in texts.items()
+                if where == (scope if not key.startswith("global.") else where) and needle in text
+            ]
+            if extra:
+                keys[key] = flip._replace(templates=tuple(dict.fromkeys((*flip.templates, *extra))))
     return list(keys.values())
 
 
+def _output_templates(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, str]]:
+    """Rendered source path -> (values scope, text) of every output template of the chart and its subcharts."""
+    out: dict[str, tuple[str, str]] = {}
+    charts = [("", "", "")] + [(d.sub.path, d.sub.source, d.sub.scope) for d in prep.deps]
+    for path, source, scope in charts:
+        tdir = chart_dir / path / "templates" if path else chart_dir / "templates"
+        if not tdir.is_dir():
+            continue
+        for file in sorted(tdir.rglob("*")):
+            if not file.is_file() or file.name.startswith("_") or file.name == "NOTES.txt":
+                continue
+            rel = file.relative_to(tdir).as_posix()
+            try:
+                out[f"{source}/templates/{rel}" if source else f"templates/{rel}"] = (scope, file.read_text(errors="replace"))
+            except OSError:
+                continue
+    return out
+
+
 def prove(
-    job: RenderJob, switches: list[Finding], text: str, docs: list[Doc] | None = None, run: ProofRun | None = None
+    job: RenderJob,
+    switches: list[Finding],
+    text: str,
+    docs: list[Doc] | None = None,
+    run: ProofRun | None = None,
+    prep: Prepared | None = None,
+    budget: float | None = None,
 ) -> tuple[list[Finding], int]:
     """The CANDIDATE keys proven by helm renders of ``job`` with them flipped (cmp_plugin.flip_proof):
     FINDING with exactly the kept resources a flip removes, or why not; and the renders run.
     ``run``: a proof started earlier (``begin``) over a superset of these candidates."""
-    flips = flips_of(switches)
+    flips = flips_of(switches, prep, job.app_dir if prep is not None else None)
     if not flips:
         return switches, 0
     if run is None:
         run = ProofRun(job, flips)
         run.start()
     try:
-        proof = run.finish(render_kept(job, text, docs))
+        proof = run.finish(render_kept(job, text, docs), budget=budget)
     finally:
         run.cancel()
     return verdicts_of(switches, proof, {f.key: f for f in flips}), proof.renders
@@ -311,6 +356,8 @@ def verdicts_of(switches: list[Finding], proof: Proof, flips: dict[str, Flip]) -
         key = f.gate.key
         if f.verdict != CANDIDATE:
             out.append(f)
+        elif key in proof.pending:
+            out.append(f._replace(verdict=PENDING))
         elif key in repeats:
             out.append(f._replace(verdict=REPEATS, rendered=removed[key], why=repeats[key]))
         elif removed.get(key):
@@ -361,8 +408,9 @@ def _disabled_by(gate: Gate, prep: Prepared) -> str | None:
 def analyse(job: RenderJob, docs: Iterable[Doc] | None = None, text: str | None = None) -> list[Finding]:
     """Every gating key of the chart at ``job.app_dir`` for the values this environment supplies;
     with the render's ``text``, the candidates are proven (or not) by renders with them flipped."""
-    switches = classify(prepare(job.app_dir, supplied_values(job), cache_dir=job.settings.cache_dir), docs)
-    return prove(job, switches, text)[0] if text is not None else switches
+    prep = prepare(job.app_dir, supplied_values(job), cache_dir=job.settings.cache_dir)
+    switches = classify(prep, docs)
+    return prove(job, switches, text, prep=prep)[0] if text is not None else switches
 
 
 def findings(switches: Iterable[Finding]) -> list[Finding]:
@@ -377,7 +425,7 @@ def by_key(found: Iterable[Finding]) -> dict[str, list[Finding]]:
     return keys
 
 
-def summary_line(found: list[Finding]) -> str:
+def summary_line(found: list[Finding], pending: int = 0) -> str:
     """The one warn-mode line: how many switches rely on chart defaults, the first few named."""
     named = []
     keys = {key: fs[0].rendered for key, fs in by_key(found).items()}
@@ -388,8 +436,9 @@ def summary_line(found: list[Finding]) -> str:
             what += f" and {len(res) - 1} more"
         named.append(f"{key} ({what})")
     more = ", ... " if len(keys) > SHOWN_KEYS else ""
+    later = f" ({pending} more being proven)" if pending else ""
     return (
-        f"driftguard: note: {len(keys)} resource switches rely on chart defaults: {', '.join(named)}{more}; "
+        f"driftguard: note: {len(keys)} resource switches rely on chart defaults{later}: {', '.join(named)}{more}; "
         "set them in this environment's values to pin them "
         "(driftguard-cmp render --explain lists each with template:line)"
     )
@@ -453,8 +502,9 @@ class ImplicitDefaultsGuard(GuardBase):
             ctx.notes[NOTE + "-prepared"] = exc  # reported in check(), in the guards' order
             return
         ctx.notes[NOTE + "-prepared"] = prep
+        ctx.notes[NOTE + "-began"] = time.monotonic()
         # the first proof renders run beside helm's own render (a warm cache runs none)
-        run = ProofRun(ctx.job, flips_of(classify(prep, None)))
+        run = ProofRun(ctx.job, flips_of(classify(prep, None), prep, ctx.job.app_dir))
         ctx.cleanups.append(run.cancel)
         run.start()
         ctx.notes[NOTE + "-proof"] = run
@@ -472,14 +522,19 @@ class ImplicitDefaultsGuard(GuardBase):
         switches = classify(prep, ctx.docs)
         text = ctx.rendered.text
         run = ctx.notes.get(NOTE + "-proof")
+        required = [k for k in job.env.param("explicit-keys") if k]
+        budget = None  # refuse mode and explicit-keys decide on every candidate: the whole proof
+        began = ctx.notes.get(NOTE + "-began")
+        if ctx.hot and mode == "warn" and not required and isinstance(began, float):
+            # warn mode: at most about one more render's time (helm's own render took this long)
+            budget = max(MIN_BUDGET, time.monotonic() - began)
         switches, renders = prove(
-            job, switches, text, ctx.docs, run=run if isinstance(run, ProofRun) else None
+            job, switches, text, ctx.docs, run=run if isinstance(run, ProofRun) else None, prep=prep, budget=budget
         )
         ctx.notes[NOTE] = switches
         ctx.notes[NOTE + "-renders"] = renders
         ctx.notes[NOTE + "-content-only"] = prep.scan.content_only
         found = findings(switches)
-        required = [k for k in job.env.param("explicit-keys") if k]
         must = [f for f in found if matches_required(f.gate.key, required)] if required else []
         refused = found if mode == "refuse" else must
         if refused:
@@ -493,4 +548,12 @@ class ImplicitDefaultsGuard(GuardBase):
                 # a finding is a key this environment does not set: it relies on the chart default
                 gating=list({f.gate.key: (f.gate.key, "chart-default", f.where()) for f in refused}.values()),
             )
-        return [summary_line(found)] if found else []
+        pending = len({f.gate.key for f in switches if f.verdict == PENDING})
+        if found:
+            return [summary_line(found, pending)]
+        if pending:
+            return [
+                f"driftguard: note: {pending} possible resource switch(es) relying on chart defaults are being "
+                "proven by renders; the next render of this revision reports them"
+            ]
+        return []

@@ -17,6 +17,7 @@ from cmp_plugin.guards.implicit_defaults import (
     FINDING,
     HOOKS_ONLY,
     NOT_PROVEN,
+    PENDING,
     NOTE,
     REMOVES_NOTHING,
     REPEATS,
@@ -268,3 +269,36 @@ def test_a_subchart_condition_and_its_templates(tmp_path: Path) -> None:
     assert found["redis.persistence"].verdict == FINDING and found["redis.persistence"].flip is None
     assert found["redis.persistence"].rendered == ("PersistentVolumeClaim data",)
     assert all(f.verdict != CANDIDATE for f in found.values())  # every proposal was decided
+
+
+def test_generate_spends_a_bounded_time_and_later_renders_finish_the_proof(tmp_path: Path) -> None:
+    """generate (``hot``) stops proving after about one render's time; the cache keeps what is
+    settled and each later render of the same content goes on until every key is decided."""
+    chart = make_chart(
+        tmp_path / "app",
+        {
+            "all.yaml": "".join(
+                f"---\n{{{{- if .Values.k{i} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n{{{{- end }}}}\n"
+                for i in range(6)
+            )
+        },
+        "".join(f"k{i}: true\n" for i in range(6)),
+    )
+    params, explicit = parse_parameters({}, {})
+    env = AppEnv(app_name="app", app_namespace="apps", params=params, explicit=explicit)
+    runs = []
+    for _ in range(8):
+        outcome = pipeline.run(
+            chart, repo_root=tmp_path, env=env, settings=CmpSettings.from_env(), guards=(ImplicitDefaultsGuard(),), hot=True
+        )
+        assert len([w for w in outcome.warnings if "chart default" in w]) <= 1
+        runs.append(outcome)
+        if all(f.verdict != PENDING for f in switches(outcome).values()):
+            break
+    final = switches(runs[-1])
+    assert {k: (f.verdict, f.rendered) for k, f in final.items()} == {
+        f"k{i}": (FINDING, (f"ConfigMap c{i}",)) for i in range(6)
+    }
+    assert sum(renders(o) for o in runs) >= 6  # one template: every key needed a render of its own
+    again = render(chart)  # the same content, not hot: everything comes from the cache
+    assert renders(again) == 0 and switches(again) == final
