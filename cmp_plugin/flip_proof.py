@@ -134,10 +134,10 @@ class ProofRun:
                 todo = [f for f in flips if f.key in set(cached.pending)]
         self.solver = _Solver(job, todo, want, set(wanted))
 
-    def start(self) -> None:
-        """Start the first renders (no more than PARALLEL), unless the cache has the answer."""
+    def start(self, at_most: int = PARALLEL) -> None:
+        """Start the first renders (``at_most``), unless the cache has the answer."""
         if self.hit is None:
-            self.solver.launch()
+            self.solver.launch(at_most)
 
     def finish(self, base: dict[ResourceKey, Resource], *, budget: float | None = None) -> Proof:
         """Every flip settled, or with ``budget`` (seconds from now) those settled in that time."""
@@ -170,8 +170,8 @@ class _Solver:
         self.queue = _colour(flips)
         self.running: list[tuple[list[Flip], ToolRun | str]] = []
 
-    def launch(self) -> None:
-        while self.queue and len(self.running) < PARALLEL:
+    def launch(self, at_most: int = PARALLEL) -> None:
+        while self.queue and len(self.running) < at_most:
             if self.renders >= MAX_RENDERS:
                 for batch in self.queue:
                     for f in batch:
@@ -185,15 +185,20 @@ class _Solver:
         import time
 
         stop = None if budget is None else time.monotonic() + budget
+        settled = 0
         self.launch()
         while self.running:
             batch, run = self.running.pop(0)
-            self.queue += self._settle(batch, run, base)
-            if stop is not None and time.monotonic() > stop:
-                for batch, run in self.running:  # over the budget: what still runs is left for later
-                    if not isinstance(run, str):
-                        run.kill()
-                    self.queue.append(batch)
+            if stop is not None and settled and not isinstance(run, str):
+                # the budget bounds the wait too, once this proof has moved on by one render
+                run.deadline = min(run.deadline, stop)
+            settled += 1
+            self.queue += self._settle(batch, run, base, stop)
+            if stop is not None and time.monotonic() >= stop:
+                for left, other in self.running:  # over the budget: what still runs is left for later
+                    if not isinstance(other, str):
+                        other.kill()
+                    self.queue.append(left)
                 self.running = []
                 break
             self.launch()
@@ -234,9 +239,11 @@ class _Solver:
             return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
     def _settle(
-        self, batch: list[Flip], run: ToolRun | str, base: dict[ResourceKey, Resource]
+        self, batch: list[Flip], run: ToolRun | str, base: dict[ResourceKey, Resource], stop: float | None = None
     ) -> list[list[Flip]]:
         """Credit what one render changed; the groups still to render."""
+        import time
+
         from driftguard.errors import RenderTimeout
 
         if isinstance(run, str):
@@ -245,6 +252,8 @@ class _Solver:
             text = run.wait()
             flipped = render_kept(self.job, text)
         except RenderTimeout as exc:
+            if stop is not None and time.monotonic() >= stop:
+                return [batch]  # stopped for the budget: still to prove
             self.unreliable = True
             return self._fail(batch, str(exc))
         except DriftguardError as exc:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmp_plugin import chart_values as cv
-from cmp_plugin.flip_proof import Flip, Proof, ProofRun, render_kept
+from cmp_plugin.flip_proof import PARALLEL, Flip, Proof, ProofRun, render_kept
 from cmp_plugin.gate_eval import evaluate
 from cmp_plugin.gating import MAX_SOURCES, ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
@@ -54,7 +54,7 @@ __all__ = [
 
 NOTE = "implicit-defaults"
 SHOWN_KEYS = 4
-MIN_BUDGET = 0.25
+MIN_BUDGET = 0.05
 """Seconds warn mode gives the proof at least, however fast helm's own render was."""
 
 FINDING = "finding"
@@ -506,7 +506,7 @@ class ImplicitDefaultsGuard(GuardBase):
         # the first proof renders run beside helm's own render (a warm cache runs none)
         run = ProofRun(ctx.job, flips_of(classify(prep, None), prep, ctx.job.app_dir))
         ctx.cleanups.append(run.cancel)
-        run.start()
+        run.start(1 if ctx.hot else PARALLEL)  # beside helm's own render: one more process, not two
         ctx.notes[NOTE + "-proof"] = run
 
     def check(self, ctx: GuardContext) -> list[str]:
