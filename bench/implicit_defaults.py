@@ -153,9 +153,13 @@ def drop_proofs(cache: str) -> None:
 
 
 def on_corpus(charts: Path, runs: int) -> int:
-    print("per case: candidates the scan proposed, keys a render proved, renders of the whole proof (render),")
+    print(
+        "per case: candidates the scan proposed, keys a render proved, renders of the whole proof (render),"
+    )
     print("the lines generate printed (warn), and the wall time `driftguard-cmp generate` adds over")
-    print("implicit-defaults=off: cold (no proof in the cache: the first render of a chart version) and warm;")
+    print(
+        "implicit-defaults=off: cold (no proof in the cache: the first render of a chart version) and warm;"
+    )
     print("medians of --runs interleaved runs; `pending` = keys generate left for the next render (cold)")
     print(
         f"{'case':52} {'cand':>4} {'proven':>6} {'renders':>7} {'lines':>5} {'off ms':>7}"
@@ -181,8 +185,14 @@ def on_corpus(charts: Path, runs: int) -> int:
                         drop_proofs(cache)
                     took, _, err = generate(chart, charts, values, "off" if kind == "off" else "warn", cache)
                     if kind == "cold":
-                        mark = [x for x in err.splitlines() if "being proven" in x or "more being proven" in x]
-                        pending.append(int(mark[0].split("(")[1].split()[0]) if mark and "more being" in mark[0] else len(mark))
+                        mark = [
+                            x for x in err.splitlines() if "being proven" in x or "more being proven" in x
+                        ]
+                        pending.append(
+                            int(mark[0].split("(")[1].split()[0])
+                            if mark and "more being" in mark[0]
+                            else len(mark)
+                        )
                         lines = max(lines, len([x for x in err.splitlines() if "chart default" in x]))
                         warm_up(chart, charts, values, cache)  # the "warm" runs find the whole proof
                     {"off": off, "cold": cold, "warm": warm}[kind].append(took * 1000)

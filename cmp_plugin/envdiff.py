@@ -405,7 +405,9 @@ def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
         sources[key] = scanned.source
     found: Probe | None = None
     if outcome.renderer == "helm":
-        found = probe(RenderJob(app_dir, tree, app_env, settings, settings.scratch_root), outcome.text, outcome.docs)
+        found = probe(
+            RenderJob(app_dir, tree, app_env, settings, settings.scratch_root), outcome.text, outcome.docs
+        )
     return objects, sources, found
 
 

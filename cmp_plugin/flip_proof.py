@@ -32,10 +32,10 @@ from driftguard.manifests import ResourceKey
 
 if TYPE_CHECKING:
     from cmp_plugin.process import ToolRun
-    from cmp_plugin.scan import Doc
     from cmp_plugin.renderers.base import RenderJob
+    from cmp_plugin.scan import Doc
 
-__all__ = ["BACK", "GONE", "Flip", "Proof", "ProofRun", "Resource", "prove", "render_kept"]
+__all__ = ["BACK", "GONE", "Flip", "Proof", "ProofRun", "Resource", "content_digest", "prove", "render_kept"]
 
 GONE = "gone"
 """Prove that a flip removes resources of the base render (implicit-defaults)."""
@@ -239,7 +239,11 @@ class _Solver:
             return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
     def _settle(
-        self, batch: list[Flip], run: ToolRun | str, base: dict[ResourceKey, Resource], stop: float | None = None
+        self,
+        batch: list[Flip],
+        run: ToolRun | str,
+        base: dict[ResourceKey, Resource],
+        stop: float | None = None,
     ) -> list[list[Flip]]:
         """Credit what one render changed; the groups still to render."""
         import time
@@ -298,7 +302,9 @@ def _overlap(a: Flip, b: Flip) -> bool:
         return True  # both in one values document: one would overwrite the other
     if not a.templates or not b.templates:
         return True
-    return any(_covers(b.templates, t) for t in a.templates) or any(_covers(a.templates, t) for t in b.templates)
+    return any(_covers(b.templates, t) for t in a.templates) or any(
+        _covers(a.templates, t) for t in b.templates
+    )
 
 
 def _colour(flips: list[Flip]) -> list[list[Flip]]:
@@ -345,7 +351,10 @@ def chart_digest(chart_dir: Path) -> str | None:
     return str(h.hexdigest())
 
 
-def _digest(job: RenderJob, flips: list[Flip], want: str, targets: list[ResourceKey]) -> str | None:
+def content_digest(job: RenderJob, what: str) -> str | None:
+    """A digest of everything a render of ``job`` reads (every chart file, the values files and
+    parameters, helm's arguments, the helm binary) and of ``what`` is computed from it; None when
+    the chart is too large or something cannot be read."""
     from cmp_plugin.renderers.helm import helm_argv, values_files
 
     chart = chart_digest(job.app_dir)
@@ -353,7 +362,7 @@ def _digest(job: RenderJob, flips: list[Flip], want: str, targets: list[Resource
         return None
     h = hasher(chart.encode())
     try:
-        tool = os.stat(job.settings.helm_path())  # another helm may render another stream
+        tool = Path(job.settings.helm_path()).stat()  # another helm may render another stream
         h.update(f"\0helm\0{tool.st_size}\0{tool.st_mtime_ns}\0{tool.st_ino}".encode())
         files = values_files(job)
         argv = helm_argv("helm", job, values_files=files)
@@ -364,8 +373,13 @@ def _digest(job: RenderJob, flips: list[Flip], want: str, targets: list[Resource
     # paths differ between renders (scratch, checkout): the files' contents are hashed instead
     for a in argv:
         h.update(b"\0" + (b"<path>" if a.startswith("/") else a.encode()))
-    h.update(json.dumps([want, [list(f) for f in flips], [list(t) for t in targets]], default=str).encode())
+    h.update(b"\0" + what.encode())
     return str(h.hexdigest())
+
+
+def _digest(job: RenderJob, flips: list[Flip], want: str, targets: list[ResourceKey]) -> str | None:
+    what = json.dumps([want, [list(f) for f in flips], [list(t) for t in targets]], default=str)
+    return content_digest(job, what)
 
 
 def _dump(proof: Proof) -> dict[str, Any]:

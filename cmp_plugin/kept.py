@@ -73,10 +73,10 @@ def is_kept(annotations: Mapping[str, Any] | None) -> bool:
     if _is_hook(ann):
         return False  # splitHooks: a hook (or, with no type, ignored): never a kept resource
     for key, kinds in _DELETE_HOOKS.items():
-        if key in ann and any(item.strip() in kinds for item in str(ann[key]).split(",")):
-            # partitionTargetObjsForSync drops a delete hook unless it is also a sync-phase hook
-            if not any(t in _SYNC_PHASES for t in _types(ann)):
-                return False
+        # partitionTargetObjsForSync drops a delete hook unless it is also a sync-phase hook
+        delete_hook = key in ann and any(item.strip() in kinds for item in str(ann[key]).split(","))
+        if delete_hook and not any(t in _SYNC_PHASES for t in _types(ann)):
+            return False
     return True
 
 

@@ -139,4 +139,3 @@ def cause_of(flip: Flip, f: Finding, *, before: Any = None, after: Any = None) -
     """The Cause for a proven candidate (its first gate's place and words)."""
     origin = VALUE if f.explicit else CHART_DEFAULT
     return Cause(flip.key, origin, f.where(), f.quoted(), before, after)
-

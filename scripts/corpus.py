@@ -146,7 +146,13 @@ def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
     from cmp_plugin import chart_values as cv
     from cmp_plugin import pipeline
     from cmp_plugin.argo_env import AppEnv, parse_parameters
-    from cmp_plugin.guards.implicit_defaults import CANDIDATE, NOTE, SCAN_VERDICTS, ImplicitDefaultsGuard, by_key
+    from cmp_plugin.guards.implicit_defaults import (
+        CANDIDATE,
+        NOTE,
+        SCAN_VERDICTS,
+        ImplicitDefaultsGuard,
+        by_key,
+    )
     from cmp_plugin.settings import CmpSettings
     from driftguard.errors import DriftguardError
 
@@ -195,7 +201,9 @@ def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
                     if base is None or flipped is None:
                         bad.append(f"{key}: bare helm fails with it flipped")
                         continue
-                    gone = tuple(sorted(f"{k} {n}" for (k, n), kept in base.items() if kept and (k, n) not in flipped))
+                    gone = tuple(
+                        sorted(f"{k} {n}" for (k, n), kept in base.items() if kept and (k, n) not in flipped)
+                    )
                     if gone != f.rendered:
                         bad.append(f"{key}: bare helm removes {len(gone)}, reported {len(f.rendered)}")
             renders = outcome.notes.get(NOTE + "-renders", 0)

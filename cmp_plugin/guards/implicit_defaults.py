@@ -22,13 +22,15 @@ template:line.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmp_plugin import chart_values as cv
-from cmp_plugin.flip_proof import PARALLEL, Flip, Proof, ProofRun, render_kept
+from cmp_plugin.content_cache import cache_get, cache_put
+from cmp_plugin.flip_proof import PARALLEL, Flip, Proof, ProofRun, content_digest, render_kept
 from cmp_plugin.gate_eval import evaluate
 from cmp_plugin.gating import MAX_SOURCES, ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
@@ -69,7 +71,9 @@ NOT_DECIDING = "the condition holds without it: turning it off would not remove 
 REMOVES_NOTHING = "not proven: a render with it flipped removes no resource"
 HOOKS_ONLY = "not proven: a render with it flipped removes only hooks, which Argo CD runs but does not keep"
 NOT_PROVEN = "not proven"
-PENDING = "not proven yet: generate in warn mode spends about one render's time on proofs; the next render goes on"
+PENDING = (
+    "not proven yet: generate in warn mode spends about one render's time on proofs; the next render goes on"
+)
 REPEATS = "not proven on its own: removing it takes the same resources as its key"
 
 
@@ -234,7 +238,9 @@ def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
     out: list[Finding] = []
     for gate in all_gates(prep):
         explicit = any(cv.lookup(doc, gate.key)[0] for doc in prep.supplied) or any(
-            cv.lookup(doc, f"{root}.{gate.key}")[0] for doc in prep.supplied for root in internal_roots(prep.defaults)
+            cv.lookup(doc, f"{root}.{gate.key}")[0]
+            for doc in prep.supplied
+            for root in internal_roots(prep.defaults)
         )
         found, default, root = chart_default(prep, gate.key)
         _, value = cv.lookup(view, gate.key)
@@ -242,7 +248,10 @@ def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
         renders: bool | None = None
         if docs is not None and len(gate.sources) < MAX_SOURCES:
             renders = any(
-                n for rel, n in rendered.items() for src in gate.sources if rel == src or rel.startswith(src + "/")
+                n
+                for rel, n in rendered.items()
+                for src in gate.sources
+                if rel == src or rel.startswith(src + "/")
             )
         off = _disabled_by(gate, prep)
         if off is not None:
@@ -265,7 +274,9 @@ def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
     return out
 
 
-def flips_of(switches: list[Finding], prep: Prepared | None = None, chart_dir: Path | None = None) -> list[Flip]:
+def flips_of(
+    switches: list[Finding], prep: Prepared | None = None, chart_dir: Path | None = None
+) -> list[Flip]:
     """One flip per CANDIDATE key, with the templates that may hold what it decides (the proof's hint
     for crediting a change to one key of a render): those of its gates and, with ``chart_dir``,
     every output template of its chart that reads the key by name."""
@@ -277,20 +288,34 @@ def flips_of(switches: list[Finding], prep: Prepared | None = None, chart_dir: P
         hint = tuple(dict.fromkeys((*(old.templates if old else ()), *f.gate.sources)))
         keys[f.gate.key] = Flip(f.gate.key, f.flip, hint)
     if prep is not None and chart_dir is not None and keys:
-        texts = _output_templates(chart_dir, prep)
+        reads = _values_read(chart_dir, prep)
         scopes = {f.gate.key: f.gate.scope for f in switches if f.gate.key in keys}
         for key, flip in keys.items():
-            scope = scopes.get(key, "")
+            scope = "" if key.startswith("global.") else scopes.get(key, "")
             rel = key[len(scope) :] if scope and key.startswith(scope) else key
-            needle = "Values." + rel
             extra = [
                 src
-                for src, (where, text) in texts.items()
-                if where == (scope if not key.startswith("global.") else where) and needle in text
+                for src, (where, paths) in reads.items()
+                if rel in paths and (where == scope or key.startswith("global."))
             ]
             if extra:
                 keys[key] = flip._replace(templates=tuple(dict.fromkeys((*flip.templates, *extra))))
     return list(keys.values())
+
+
+_READS = re.compile(r"Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
+
+
+def _values_read(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, set[str]]]:
+    """Rendered source path -> (values scope, every values path it names and their prefixes)."""
+    out: dict[str, tuple[str, set[str]]] = {}
+    for src, (scope, text) in _output_templates(chart_dir, prep).items():
+        paths: set[str] = set()
+        for m in _READS.finditer(text):
+            parts = m.group(1)[1:].split(".")
+            paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+        out[src] = (scope, paths)
+    return out
 
 
 def _output_templates(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, str]]:
@@ -306,7 +331,10 @@ def _output_templates(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, s
                 continue
             rel = file.relative_to(tdir).as_posix()
             try:
-                out[f"{source}/templates/{rel}" if source else f"templates/{rel}"] = (scope, file.read_text(errors="replace"))
+                out[f"{source}/templates/{rel}" if source else f"templates/{rel}"] = (
+                    scope,
+                    file.read_text(errors="replace"),
+                )
             except OSError:
                 continue
     return out
@@ -448,16 +476,24 @@ def explain(switches: list[Finding], content_only: int = 0) -> list[str]:
     """``render --explain``: every proven finding with template:line and what its flip removes, then
     the candidates a render did not prove and what the scan saw otherwise, each with why."""
     found = by_key(findings(switches))
-    lines = [f"implicit-defaults: {len(found)} resource switch(es) rely on chart defaults (each proven by a render)"]
+    lines = [
+        f"implicit-defaults: {len(found)} resource switch(es) rely on chart defaults (each proven by a render)"
+    ]
     for fs in found.values():
         first = fs[0]
         lines.append(f"  {first.describe()}")
         if len(fs) > 1:
-            lines.append(f"    also gated at {', '.join(f.where() for f in fs[1:6])}" + (" ..." if len(fs) > 6 else ""))
+            lines.append(
+                f"    also gated at {', '.join(f.where() for f in fs[1:6])}" + (" ..." if len(fs) > 6 else "")
+            )
         if len(first.rendered) > 3:
             lines.append(f"    removes: {', '.join(first.rendered)}")
     proven = set(found)
-    unproven = [f for f in switches if not f.is_finding and f.verdict not in SCAN_VERDICTS and f.gate.key not in proven]
+    unproven = [
+        f
+        for f in switches
+        if not f.is_finding and f.verdict not in SCAN_VERDICTS and f.gate.key not in proven
+    ]
     if unproven:
         lines.append("candidates not proven:")
         for key, fs in by_key(unproven).items():
@@ -488,6 +524,40 @@ def matches_required(key: str, required: list[str]) -> bool:
     return any(key == r or key.endswith("." + r) or fnmatch.fnmatchcase(key, r) for r in required)
 
 
+VERDICTS_VERSION = "implicit-defaults-verdicts-1"
+
+
+def dump_switches(switches: list[Finding]) -> dict[str, Any]:
+    """The guard's verdicts as JSON, for the content cache."""
+    return {"switches": [[list(f.gate), *list(f)[1:]] for f in switches]}
+
+
+def load_switches(raw: Any) -> list[Finding] | None:
+    """Verdicts read back from the content cache (None when absent or unreadable)."""
+    try:
+        out = []
+        for row in raw["switches"]:
+            g = row[0]
+            gate = Gate(
+                g[0],
+                g[1],
+                g[2],
+                g[3],
+                g[4],
+                tuple(g[5]),
+                tuple(g[6]),
+                g[7],
+                tuple((a, b) for a, b in g[8]),
+                g[9],
+            )
+            out.append(
+                Finding(gate, row[1], row[2], row[3], row[4], row[5], tuple(row[6]), row[7], row[8], row[9])
+            )
+        return out
+    except (TypeError, KeyError, ValueError, IndexError):
+        return None
+
+
 class ImplicitDefaultsGuard(GuardBase):
     name = "implicit-defaults"
     stage = RENDER
@@ -503,7 +573,14 @@ class ImplicitDefaultsGuard(GuardBase):
             return
         ctx.notes[NOTE + "-prepared"] = prep
         ctx.notes[NOTE + "-began"] = time.monotonic()
-        # the first proof renders run beside helm's own render (a warm cache runs none)
+        digest = content_digest(ctx.job, VERDICTS_VERSION)
+        if digest is not None:
+            ctx.notes[NOTE + "-digest"] = digest
+            cached = load_switches(cache_get(ctx.job.settings.cache_dir, f"verdicts-{digest}"))
+            if cached is not None:  # this content was proven before: nothing to scan or render
+                ctx.notes[NOTE + "-cached"] = cached
+                return
+        # the first proof renders run beside helm's own render
         run = ProofRun(ctx.job, flips_of(classify(prep, None), prep, ctx.job.app_dir))
         ctx.cleanups.append(run.cancel)
         run.start(1 if ctx.hot else PARALLEL)  # beside helm's own render: one more process, not two
@@ -519,6 +596,9 @@ class ImplicitDefaultsGuard(GuardBase):
             raise prep
         if not isinstance(prep, Prepared):
             prep = prepare(job.app_dir, supplied_values(job), cache_dir=job.settings.cache_dir)
+        cached = ctx.notes.get(NOTE + "-cached")
+        if isinstance(cached, list):
+            return self._report(ctx, cached, 0, prep)
         switches = classify(prep, ctx.docs)
         text = ctx.rendered.text
         run = ctx.notes.get(NOTE + "-proof")
@@ -529,8 +609,23 @@ class ImplicitDefaultsGuard(GuardBase):
             # warn mode: at most about one more render's time (helm's own render took this long)
             budget = max(MIN_BUDGET, time.monotonic() - began)
         switches, renders = prove(
-            job, switches, text, ctx.docs, run=run if isinstance(run, ProofRun) else None, prep=prep, budget=budget
+            job,
+            switches,
+            text,
+            ctx.docs,
+            run=run if isinstance(run, ProofRun) else None,
+            prep=prep,
+            budget=budget,
         )
+        digest = ctx.notes.get(NOTE + "-digest")
+        if isinstance(digest, str) and all(f.verdict != PENDING for f in switches):
+            cache_put(job.settings.cache_dir, f"verdicts-{digest}", dump_switches(switches))
+        return self._report(ctx, switches, renders, prep)
+
+    def _report(self, ctx: GuardContext, switches: list[Finding], renders: int, prep: Prepared) -> list[str]:
+        job = ctx.job
+        mode = job.env.param("implicit-defaults")
+        required = [k for k in job.env.param("explicit-keys") if k]
         ctx.notes[NOTE] = switches
         ctx.notes[NOTE + "-renders"] = renders
         ctx.notes[NOTE + "-content-only"] = prep.scan.content_only

@@ -121,13 +121,13 @@ def _explain(
     switches = ctx.notes.get(implicit.NOTE)
     try:
         if not isinstance(prep, implicit.Prepared):
-            prep = implicit.prepare(job.app_dir, implicit.supplied_values(job), cache_dir=job.settings.cache_dir)
+            prep = implicit.prepare(
+                job.app_dir, implicit.supplied_values(job), cache_dir=job.settings.cache_dir
+            )
         if not isinstance(switches, list):
             switches = implicit.classify(prep, ctx.docs)
         candidates = removal_cause.hidden_flips(prep, switches)
-        proven = removal_cause.causes(
-            job, removed, candidates, render_kept(job, ctx.rendered.text, ctx.docs)
-        )
+        proven = removal_cause.causes(job, removed, candidates, render_kept(job, ctx.rendered.text, ctx.docs))
     except InputError:
         return unknown, []
     out = dict(unknown)

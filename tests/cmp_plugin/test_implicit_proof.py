@@ -17,8 +17,8 @@ from cmp_plugin.guards.implicit_defaults import (
     FINDING,
     HOOKS_ONLY,
     NOT_PROVEN,
-    PENDING,
     NOTE,
+    PENDING,
     REMOVES_NOTHING,
     REPEATS,
     SET,
@@ -51,7 +51,11 @@ def render(
     params, explicit = parse_parameters({}, overrides)
     env = AppEnv(app_name="app", app_namespace=namespace, params=params, explicit=explicit)
     return pipeline.run(
-        chart, repo_root=chart.parent, env=env, settings=CmpSettings.from_env(), guards=(ImplicitDefaultsGuard(),)
+        chart,
+        repo_root=chart.parent,
+        env=env,
+        settings=CmpSettings.from_env(),
+        guards=(ImplicitDefaultsGuard(),),
     )
 
 
@@ -190,7 +194,9 @@ def test_a_whole_map_that_repeats_its_own_enabled_key_is_not_reported(tmp_path: 
     )
     found = switches(render(chart))
     assert found["serviceMonitor.enabled"].verdict == FINDING
-    assert found["serviceMonitor"].verdict == REPEATS and found["serviceMonitor"].why == "serviceMonitor.enabled"
+    assert (
+        found["serviceMonitor"].verdict == REPEATS and found["serviceMonitor"].why == "serviceMonitor.enabled"
+    )
 
 
 def test_a_flip_that_breaks_the_render_is_not_proven_and_says_why(tmp_path: Path) -> None:
@@ -289,7 +295,12 @@ def test_generate_spends_a_bounded_time_and_later_renders_finish_the_proof(tmp_p
     runs = []
     for _ in range(8):
         outcome = pipeline.run(
-            chart, repo_root=tmp_path, env=env, settings=CmpSettings.from_env(), guards=(ImplicitDefaultsGuard(),), hot=True
+            chart,
+            repo_root=tmp_path,
+            env=env,
+            settings=CmpSettings.from_env(),
+            guards=(ImplicitDefaultsGuard(),),
+            hot=True,
         )
         assert len([w for w in outcome.warnings if "chart default" in w]) <= 1
         runs.append(outcome)

@@ -31,7 +31,12 @@ def csvs(ann: dict[str, str], key: str) -> list[str]:
 def types(ann: dict[str, str]) -> list[str]:
     out = [t for t in csvs(ann, ARGO) if t in ("PreSync", "Sync", "PostSync", "SyncFail", "Skip")]
     if not out:
-        helm = {"pre-install": "PreSync", "pre-upgrade": "PreSync", "post-upgrade": "PostSync", "post-install": "PostSync"}
+        helm = {
+            "pre-install": "PreSync",
+            "pre-upgrade": "PreSync",
+            "post-upgrade": "PostSync",
+            "post-install": "PostSync",
+        }
         out = [helm[t] for t in csvs(ann, HELM) if t in helm]
     return out
 
@@ -70,7 +75,18 @@ def reference_kept(ann: dict[str, str]) -> bool:
     return not is_hook(ann)  # splitHooks: hooks go to the hooks list
 
 
-ARGO_WORDS = ["PreSync", "Sync", "PostSync", "SyncFail", "Skip", "PreDelete", "PostDelete", "Bogus", "", " Skip "]
+ARGO_WORDS = [
+    "PreSync",
+    "Sync",
+    "PostSync",
+    "SyncFail",
+    "Skip",
+    "PreDelete",
+    "PostDelete",
+    "Bogus",
+    "",
+    " Skip ",
+]
 HELM_WORDS = [
     "pre-install", "pre-upgrade", "post-install", "post-upgrade", "pre-delete", "post-delete", "test",
     "test-success", "crd-install", "pre-rollback", "", " post-install",

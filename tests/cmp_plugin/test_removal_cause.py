@@ -40,7 +40,10 @@ def harbor(root: Path, *, trivy: bool) -> Path:
 
 
 def generate(chart: Path, cache: Path, *params: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = {"DRIFTGUARD_CMP_CACHE_DIR": str(cache), **cmp_env("harbor", list(params), ARGOCD_APP_NAME="harbor")}
+    env = {
+        "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
+        **cmp_env("harbor", list(params), ARGOCD_APP_NAME="harbor"),
+    }
     return subprocess.run(
         [sys.executable, "-m", "cmp_plugin", "generate"],
         cwd=chart,
@@ -88,7 +91,9 @@ def rendered(chart: Path, scratch: Path):  # type: ignore[no-untyped-def]
     settings = CmpSettings.from_env()
     outcome = pipeline.run(chart, repo_root=chart.parent, env=env, settings=settings, guards=())
     scratch.mkdir(parents=True, exist_ok=True)
-    return probe(RenderJob(chart.resolve(), chart.parent.resolve(), env, settings, scratch), outcome.text, outcome.docs)
+    return probe(
+        RenderJob(chart.resolve(), chart.parent.resolve(), env, settings, scratch), outcome.text, outcome.docs
+    )
 
 
 def test_the_pr_diff_uses_the_same_proof(tmp_path: Path) -> None:
@@ -109,7 +114,9 @@ def test_copies_do_not_share_a_proof_cache_entry(tmp_path: Path) -> None:
     """The proof cache is keyed by content: two charts that differ in one default are proven apart."""
     one = rendered(harbor(tmp_path / "a", trivy=True), tmp_path / "s1")
     shutil.copytree(tmp_path / "a" / "harbor", tmp_path / "b" / "harbor")
-    (tmp_path / "b" / "harbor" / "values.yaml").write_text("internalTLS:\n  enabled: true\ntrivy:\n  enabled: false\n")
+    (tmp_path / "b" / "harbor" / "values.yaml").write_text(
+        "internalTLS:\n  enabled: true\ntrivy:\n  enabled: false\n"
+    )
     two = rendered(tmp_path / "b" / "harbor", tmp_path / "s2")
     trivy = ResourceKey("", "Secret", "apps", "harbor-trivy")
     assert trivy in removal_causes(one, two, [trivy])
