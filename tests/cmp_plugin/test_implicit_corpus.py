@@ -38,6 +38,8 @@ def cases() -> list[tuple[str, str | None]]:
         ci = sorted((CHARTS / name / "ci").glob("*.yaml"))
         out += [(name, f"ci/{f.name}") for f in ci[:3]]
     out.append(("prometheus", "ci/09-standalone-deployment-values.yaml"))  # every subchart off
+    out.append(("istio-base", None))  # defaults under _internal_defaults_do_not_set
+    out.append(("argo-cd", None))  # 21 keys proven on a 59-document chart with a subchart
     return out
 
 
