@@ -78,6 +78,8 @@ class Proof(NamedTuple):
     pending: tuple[str, ...] = ()
     """Flip keys not settled within the time the caller gave (``finish(budget=...)``): the next
     proof of the same content goes on from here (the cache holds what is settled)."""
+    groups: tuple[tuple[str, ...], ...] = ()
+    """The pending keys as the groups still to render: a resumed proof keeps the splits made so far."""
 
 
 def render_kept(job: RenderJob, text: str, docs: list[Doc] | None = None) -> dict[ResourceKey, Resource]:
@@ -133,6 +135,10 @@ class ProofRun:
                 self.prior = cached
                 todo = [f for f in flips if f.key in set(cached.pending)]
         self.solver = _Solver(job, todo, want, set(wanted))
+        if self.prior.groups:  # the groups where the last render stopped, splits included
+            by_key = {f.key: f for f in todo}
+            self.solver.queue = [[by_key[k] for k in g if k in by_key] for g in self.prior.groups]
+            self.solver.queue = [g for g in self.solver.queue if g]
 
     def start(self, at_most: int = PARALLEL) -> None:
         """Start the first renders (``at_most``), unless the cache has the answer."""
@@ -149,6 +155,7 @@ class ProofRun:
             {**self.prior.failed, **new.failed},
             new.renders,
             new.pending,
+            new.groups,
         )
         if self.digest is not None and not self.solver.unreliable:
             cache_put(self.job.settings.cache_dir, f"proof-{self.digest}", _dump(proof))
@@ -203,8 +210,13 @@ class _Solver:
                 break
             self.launch()
         pending = tuple(f.key for batch in self.queue for f in batch)
+        groups = tuple(tuple(f.key for f in batch) for batch in self.queue)
         return Proof(
-            {k: tuple(v) for k, v in self.changed.items() if v}, dict(self.failed), self.renders, pending
+            {k: tuple(v) for k, v in self.changed.items() if v},
+            dict(self.failed),
+            self.renders,
+            pending,
+            groups,
         )
 
     def cancel(self) -> None:
@@ -387,6 +399,7 @@ def _dump(proof: Proof) -> dict[str, Any]:
         "changed": {k: [[list(r.key), r.template, r.kept] for r in v] for k, v in proof.changed.items()},
         "failed": proof.failed,
         "pending": list(proof.pending),
+        "groups": [list(g) for g in proof.groups],
     }
 
 
@@ -400,6 +413,7 @@ def _load(raw: Any, flips: list[Flip]) -> Proof | None:
         }
         failed = {str(k): str(v) for k, v in raw["failed"].items() if k in keys}
         pending = tuple(str(k) for k in raw.get("pending", []) if k in keys)
-        return Proof(changed, failed, 0, pending)
+        groups = tuple(tuple(str(k) for k in g if k in keys) for g in raw.get("groups", []))
+        return Proof(changed, failed, 0, pending, groups)
     except (TypeError, KeyError, ValueError, IndexError):
         return None

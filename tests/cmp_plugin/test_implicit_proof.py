@@ -313,3 +313,35 @@ def test_generate_spends_a_bounded_time_and_later_renders_finish_the_proof(tmp_p
     assert sum(renders(o) for o in runs) >= 6  # one template: every key needed a render of its own
     again = render(chart)  # the same content, not hot: everything comes from the cache
     assert renders(again) == 0 and switches(again) == final
+
+
+def test_a_resumed_proof_keeps_its_splits(tmp_path: Path) -> None:
+    """A group split in halves (one flip breaks the render) is resumed as split: each hot render
+    settles at least one group, so the proof ends however small the time it may spend."""
+    templates = {
+        f"t{i}.yaml": f"{{{{- if .Values.s{i} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n{{{{- end }}}}\n"
+        for i in range(8)
+    }
+    templates["tls.yaml"] = (
+        "{{- if .Values.tls }}\napiVersion: v1\nkind: Secret\nmetadata:\n  name: tls\n"
+        '{{- else }}\n{{ fail "tls is required" }}\n{{- end }}\n'
+    )
+    chart = make_chart(
+        tmp_path / "app", templates, "tls: true\n" + "".join(f"s{i}: true\n" for i in range(8))
+    )
+    params, explicit = parse_parameters({}, {})
+    env = AppEnv(app_name="app", app_namespace="apps", params=params, explicit=explicit)
+    for _ in range(20):  # the halving tree of 9 keys has fewer than 20 groups
+        outcome = pipeline.run(
+            chart,
+            repo_root=tmp_path,
+            env=env,
+            settings=CmpSettings.from_env(),
+            guards=(ImplicitDefaultsGuard(),),
+            hot=True,
+        )
+        if all(f.verdict != PENDING for f in switches(outcome).values()):
+            break
+    found = switches(outcome)
+    assert all(found[f"s{i}"].verdict == FINDING for i in range(8))
+    assert found["tls"].verdict == NOT_PROVEN and "tls is required" in found["tls"].why
