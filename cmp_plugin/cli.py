@@ -217,6 +217,7 @@ def cmd_generate(
         env=env,
         settings=settings,
         early=early,
+        hot=True,  # Argo CD waits: implicit-defaults' proofs spend about one render's time, then go on next time
     )
     from cmp_plugin import baseline
 

@@ -1,46 +1,62 @@
-"""Why a resource disappeared between two renders, when a gating values key explains it."""
+"""Why a resource disappeared between two renders of one environment: the PR diff's side of
+cmp_plugin.removal_cause (the shrink guard uses the same proof).
+
+A gating key whose value differs between base and head is a candidate; head is rendered again
+with candidates set back to their base values, and the key whose flip brings the resource back is
+named. When none does, the cause is not known and the diff says so.
+"""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from cmp_plugin.chart_values import truthy
-from cmp_plugin.guards.implicit_defaults import Finding
-from driftguard.manifests import ResourceKey
+from cmp_plugin import removal_cause
+from cmp_plugin.flip_proof import render_kept
+from cmp_plugin.guards.implicit_defaults import Prepared, classify, prepare, supplied_values
+from cmp_plugin.renderers.base import RenderJob
 
-__all__ = ["cause_of"]
+if TYPE_CHECKING:
+    from cmp_plugin.scan import Doc
+    from driftguard.manifests import ResourceKey
 
+__all__ = ["UNKNOWN", "Probe", "probe", "removal_causes"]
 
-def cause_of(key: ResourceKey, source: str, before: list[Finding], after: list[Finding]) -> str:
-    """The gate (``if .Values.x``) that hides ``key`` at head and did not at base, in words."""
-    was = {(f.gate.key, f.gate.file): f for f in before}
-    for f in after:
-        old = was.get((f.gate.key, f.gate.file))
-        if not _hides(f) or (old is not None and _hides(old)):
-            continue
-        kinds = {r.split(" ", 1)[0] for r in f.gate.resources}
-        rel = source.split("/", 1)[1] if "/" in source else source
-        in_file = bool(source) and any(rel == s or rel.startswith(s + "/") for s in f.gate.sources)
-        if not in_file or not (key.kind in kinds or "?" in kinds):
-            continue
-        where = f"{f.where()}: {f.quoted()}"  # the gate exactly as the template writes it
-        if not f.explicit and old is not None and old.default != f.default:
-            return f"the chart default of `{f.gate.key}` changed from {_v(old.default)} to {_v(f.default)} and this environment does not set it ({where})"
-        if f.explicit and old is not None and old.value != f.value:
-            return f"this environment's values changed `{f.gate.key}` from {_v(old.value)} to {_v(f.value)} ({where})"
-        origin = "chart default" if not f.explicit else "value"
-        return f"`{f.gate.key}` ({origin} {_v(f.value)}) now hides it ({where})"
-    return ""
+UNKNOWN = "cause not known: setting back no values key that changed brings it back"
 
 
-def _hides(f: Finding) -> bool:
-    """The gate hides its resources; a condition the scanner cannot decide (``renders`` None, as in a
-    subchart's ``if .Values.enabled``) is read as a plain truth test of the key's value."""
-    return f.renders is False or (
-        f.renders is None and f.gate.condition.split()[:1] == ["if"] and not truthy(f.value)
-    )
+class Probe(NamedTuple):
+    """One helm render of an environment at one revision, with what its proof renders need."""
+
+    job: RenderJob
+    prep: Prepared
+    text: str
+    docs: list[Doc]
 
 
-def _v(value: Any) -> str:
-    return "unset" if value is None else json.dumps(value)
+def probe(job: RenderJob, text: str, docs: list[Doc]) -> Probe:
+    """The chart's gates and values for ``job`` (read before the revision's checkout goes away)."""
+    prep = prepare(job.app_dir, supplied_values(job), cache_dir=job.settings.cache_dir)
+    return Probe(job, prep, text, docs)
+
+
+def removal_causes(base: Probe, head: Probe, removed: list[ResourceKey]) -> dict[ResourceKey, str]:
+    """For each resource rendered at base and not at head, the proven cause in words (or nothing)."""
+    switches = classify(head.prep, head.docs)
+    candidates = removal_cause.changed_flips(base.prep, head.prep, switches)
+    if not candidates or not removed:
+        return {}
+    now = {flip.key: after for flip, _, after in candidates}
+    with tempfile.TemporaryDirectory(prefix="driftguard-cause-") as scratch:
+        job = head.job._replace(scratch=Path(scratch), early=None)
+        proven = removal_cause.causes(
+            job,
+            removed,
+            [(flip, f) for flip, f, _ in candidates],
+            render_kept(job, head.text, head.docs),
+        )
+    return {
+        key: removal_cause.cause_of(flip, f, before=flip.value, after=now[flip.key]).changed()
+        for key, (flip, f) in proven.items()
+    }

@@ -40,10 +40,8 @@ from cmp_plugin.appset.findings import (
 from cmp_plugin.appset.git import normalize_url
 from cmp_plugin.argo_env import AppEnv, parse_parameters
 from cmp_plugin.confine import inside
-from cmp_plugin.envcause import cause_of
+from cmp_plugin.envcause import UNKNOWN, Probe, probe, removal_causes
 from cmp_plugin.fieldchanges import FieldLine, field_changes, generator_renames
-from cmp_plugin.guards.implicit_defaults import Finding as GateFinding
-from cmp_plugin.guards.implicit_defaults import analyse
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import DriftguardError, InputError
@@ -438,11 +436,11 @@ def _environment_of(
     )
 
 
-Rendered = tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], list[GateFinding]]
+Rendered = tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], Probe | None]
 
 
 def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
-    """Objects by key, their template source, and the implicit-defaults findings, at one revision."""
+    """Objects by key, their template source, and (helm) what the proof of a removal's cause needs."""
     app_dir = _confined(env, tree)
     params, explicit = parse_parameters({}, dict(env.parameters))
     app_name = (
@@ -459,11 +457,12 @@ def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
         objects[key] = doc.obj
     for key, scanned in zip(outcome.keys, outcome.docs, strict=True):
         sources[key] = scanned.source
-    findings: list[GateFinding] = []
+    found: Probe | None = None
     if outcome.renderer == "helm":
-        with tempfile.TemporaryDirectory() as scratch:
-            findings = analyse(RenderJob(app_dir, tree, app_env, settings, Path(scratch)), outcome.docs)
-    return objects, sources, findings
+        found = probe(
+            RenderJob(app_dir, tree, app_env, settings, settings.scratch_root), outcome.text, outcome.docs
+        )
+    return objects, sources, found
 
 
 def _confined(env: Environment, tree: Path) -> Path:
@@ -489,7 +488,7 @@ def _diff_env(
 ) -> tuple[EnvDiff, tuple[Objects, Objects]]:
     """One environment's diff, and the objects rendered at base and head (for ``--live``)."""
     out = EnvDiff(base, head)
-    empty: Rendered = ({}, {}, [])
+    empty: Rendered = ({}, {}, None)
     rendered: dict[str, Rendered] = {}
     for label, env in (("base", base), ("head", head)):
         if env is None:
@@ -507,7 +506,7 @@ def _diff_env(
             rendered[label] = empty
     if base is not None and head is not None:
         out.definition = _definition_changes(base, head)
-    (b_obj, b_src, b_find), (h_obj, _, h_find) = rendered["base"], rendered["head"]
+    (b_obj, _, b_probe), (h_obj, _, h_probe) = rendered["base"], rendered["head"]
     if out.errors:
         # a side that did not render has no resources to compare: nothing is counted as removed or
         # added against it (the report says the render failed instead)
@@ -520,8 +519,14 @@ def _diff_env(
         out.renamed.append(Change(new, fields=fields, more_fields=more, renamed_from=old))
     going = [k for k in going if k not in {o for o, _ in renames}]
     coming = [k for k in coming if k not in {n for _, n in renames}]
+    why: dict[ResourceKey, str] = {}
+    if head is not None and going and b_probe is not None and h_probe is not None:
+        try:
+            why = removal_causes(b_probe, h_probe, going)
+        except DriftguardError:
+            why = {}  # the proof could not run: the causes stay unknown
     for key in going:
-        out.removed.append(Change(key, cause_of(key, b_src.get(key, ""), b_find, h_find) if head else ""))
+        out.removed.append(Change(key, why.get(key, "")))
     out.added = [Change(k) for k in coming]
     for k in sorted(b_obj.keys() & h_obj.keys()):
         if b_obj[k] != h_obj[k]:
@@ -530,6 +535,9 @@ def _diff_env(
     if head is not None and out.definition:
         for c in out.removed:
             c.cause = c.cause or f"the Application's definition changed: {'; '.join(out.definition)}"
+    if head is not None:
+        for c in out.removed:
+            c.cause = c.cause or UNKNOWN
     return out, (b_obj, h_obj)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from cmp_plugin import gating
 from cmp_plugin.gating import Gate
 
-__all__ = ["still_renders"]
+__all__ = ["evaluate", "still_renders"]
 
 _UNKNOWN = object()
 
@@ -31,17 +31,36 @@ _FLIPPED = _Flipped()
 
 
 def still_renders(gate: Gate, values: Any, *, lookup: Any) -> bool:
-    """True when the gate's condition stays true with ``gate.key`` unset: the key does not decide.
+    """True when the gate's condition stays true with ``gate.key`` turned off (see :func:`_run`)."""
+    result = _run(gate, values, lookup=lookup, flip=None)
+    return result is not _UNKNOWN and bool(result)
+
+
+def evaluate(gate: Gate, values: Any, *, lookup: Any, flip: tuple[str, Any] | None = None) -> bool | None:
+    """The gate's condition over ``values`` (with ``flip`` = (key, value) set), or None when unknown.
+
+    ``with`` / ``range`` / ``condition`` / ``tags`` gates are the truth of their one value.
+    """
+    if gate.keyword in ("condition", "tags"):
+        if flip is not None and flip[0] == gate.key:
+            return bool(flip[1])
+        return bool(lookup(values, gate.key)[1])
+    result = _run(gate, values, lookup=lookup, flip=flip if flip is not None else ("", None))
+    return None if result is _UNKNOWN else bool(result)
+
+
+def _run(gate: Gate, values: Any, *, lookup: Any, flip: tuple[str, Any] | None) -> Any:
+    """The condition's value, _UNKNOWN, or _FLIPPED-aware for ``flip`` None (``gate.key`` turned off).
 
     A small evaluator of Go template pipelines over the values (paths, literals, parentheses,
     ``and``, ``or``, ``not``, ``eq``, ``ne``, ``empty``, ``default``); anything else is unknown,
     and unknown counts as deciding (the guard would rather name a key than miss one).
     """
-    if gate.keyword in ("condition", "tags") or "range" in gate.keyword:
-        return False
+    if gate.keyword in ("condition", "tags") or ("range" in gate.keyword and flip is None):
+        return _UNKNOWN
     tokens = gating.tokens(gate.expr)
     if len(tokens) > 200:
-        return False
+        return _UNKNOWN
     bound = dict(gate.variables)
 
     def value_of(tok: str) -> Any:
@@ -57,8 +76,13 @@ def still_renders(gate: Gate, values: Any, *, lookup: Any) -> bool:
         if path is None:
             return _UNKNOWN
         full = path if path.startswith("global.") or path == "global" else gate.scope + path
-        if full == gate.key or full.startswith(gate.key + "."):
-            return _FLIPPED
+        if flip is None:
+            if full == gate.key or full.startswith(gate.key + "."):
+                return _FLIPPED
+        elif flip[0] and (full == flip[0] or full.startswith(flip[0] + ".")):
+            if full == flip[0]:
+                return flip[1]
+            return lookup(flip[1], full[len(flip[0]) + 1 :])[1]
         return lookup(values, full)[1] if full else _UNKNOWN
 
     def pipeline(i: int) -> tuple[Any, int]:
@@ -115,5 +139,7 @@ def still_renders(gate: Gate, values: Any, *, lookup: Any) -> bool:
     try:
         result, _ = pipeline(0)
     except (IndexError, RecursionError):
-        return False
-    return result is not _UNKNOWN and bool(result)
+        return _UNKNOWN
+    if "range" in gate.keyword or "with" in gate.keyword:
+        return result if result is _UNKNOWN else bool(result)
+    return result

@@ -70,6 +70,7 @@ _WORD: Any = _Lazy("_WORD", r"[a-z]+")
 _VARIABLE: Any = _Lazy("_VARIABLE", r"\$[A-Za-z0-9_]+")
 _INCLUDE: Any = _Lazy("_INCLUDE", r"\b(?:include|template)\s+\"((?:[^\"\\\n]|\\.)*)\"")
 _REINDENT: Any = _Lazy("_REINDENT", r"\b(?:n?indent)\s+([1-9]|\()")
+_ASSIGNS: Any = _Lazy("_ASSIGNS", r"\$[A-Za-z0-9_]*\s*:?=")
 _OPENERS = frozenset(("if", "with", "range", "define", "block"))
 _ROOT_FIELDS = frozenset(("Values", "Release", "Chart", "Capabilities", "Template", "Files", "Subcharts"))
 ROOT = "<root>"
@@ -250,6 +251,19 @@ class _Reader:
         elif not self.doc_open:
             self.doc_open = _CONTENT.search(self.text, start, end) is not None
 
+    def output(self, start: int, body: str) -> None:
+        """An action that prints at column 0 where a document may start (``{{ $crd | toYaml }}``,
+        ``{{ .Files.Get "crds.yaml" }}``) may print whole documents of a kind the text does not show."""
+        seg = self.top()
+        if seg is None or self.doc_open or (start > 0 and self.text[start - 1] != "\n"):
+            return
+        if _INCLUDE.search(body) is not None:
+            return  # an include is followed to its define instead
+        seg.has_doc = True
+        if len(seg.kinds) < MAX_KINDS and "?" not in seg.kinds:
+            seg.kinds.append("?")
+        self.doc_open = True
+
     def include(self, name: str) -> None:
         seg = self.top()
         if seg is None:
@@ -336,6 +350,8 @@ class _Reader:
                 self.define, self.define_name = None, None
                 self.doc_open = False
         else:
+            if word not in ("else", "break", "continue", "fail") and not _ASSIGNS.match(body):
+                self.output(start, body)
             if "include" in body or "template" in body:
                 indented = _REINDENT.search(body) is not None
                 for m in _INCLUDE.finditer(body):
@@ -565,7 +581,7 @@ def scan_chart(
     return result
 
 
-_CACHE_VERSION = "driftguard-gates-1"
+_CACHE_VERSION = "driftguard-gates-2"
 
 
 def _load_cached(cache_dir: Path, key: str) -> ChartScan | None:

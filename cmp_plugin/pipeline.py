@@ -16,7 +16,7 @@ from cmp_plugin.settings import CmpSettings
 from driftguard.errors import InputError, LimitExceeded
 
 if TYPE_CHECKING:
-    from cmp_plugin.guards import Guard
+    from cmp_plugin.guards import Guard, GuardContext
     from cmp_plugin.launch import Early
     from cmp_plugin.scan import Doc
     from driftguard.manifests import ResourceKey
@@ -45,6 +45,7 @@ def run(
     settings: CmpSettings,
     guards: tuple[Guard, ...] | None = None,
     early: Early | None = None,
+    hot: bool = False,
 ) -> Outcome:
     """Render ``app_dir`` and run every guard; GuardRefusal, RenderError or InputError on failure.
 
@@ -54,7 +55,9 @@ def run(
     ``dataclasses`` and other heavy imports: ``bench/cmp_overhead.py`` measures the difference.
     """
     with deadline(settings.timeout):
-        return _run(app_dir, repo_root=repo_root, env=env, settings=settings, guards=guards, early=early)
+        return _run(
+            app_dir, repo_root=repo_root, env=env, settings=settings, guards=guards, early=early, hot=hot
+        )
 
 
 GRACE = 0.5
@@ -110,6 +113,7 @@ def _run(
     settings: CmpSettings,
     guards: tuple[Guard, ...] | None,
     early: Early | None,
+    hot: bool = False,
 ) -> Outcome:
     env = policy.apply(env, settings)  # the platform's defaults; a tenant loosening past them is refused
     app_dir = app_dir.resolve()
@@ -120,6 +124,7 @@ def _run(
         scratch = Path(early.scratch)
     else:
         scratch = Path(launch.new_scratch(str(settings.scratch_root)))
+    ctx: GuardContext | None = None
     try:
         job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
         renderer = choose(app_dir, env.param("renderer"))
@@ -148,7 +153,7 @@ def _run(
             from driftguard.manifests import Limits
 
             active = GUARDS if guards is None else guards
-            ctx = GuardContext(job, renderer=renderer.name)
+            ctx = GuardContext(job, renderer=renderer.name, hot=hot)
             for guard in active:
                 guard.begin(ctx)
             warnings: list[str] = []
@@ -181,6 +186,9 @@ def _run(
         return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes, ctx.kept)
     finally:
         import shutil
+
+        for cleanup in ctx.cleanups if ctx is not None else ():
+            cleanup()  # what a guard started in begin() (implicit-defaults' proof renders)
 
         from cmp_plugin import sandbox
 

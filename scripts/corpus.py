@@ -19,10 +19,10 @@ What it runs, each printing HOLDS/SHORT per case:
   implicit-defaults
               every helm case of ../shared/corpus/charts (default values and the first two
               ci/*.yaml, as run_charts.py picks them) rendered through the implicit-defaults guard
-              in warn mode: prints the findings and warn lines per case; a case falls short when it
-              prints more than one line, or a finding has an empty/false default, is set by the
-              values file, sits in a subchart that did not render, or names a resource not in the
-              render
+              in warn mode: prints per case the candidates the scan proposed, the keys a render
+              proved, the warn lines and the proof's renders; a case falls short when it prints
+              more than one line, a finding is set by the values file, or bare helm with that one
+              key flipped does not remove exactly the kept resources reported
 
 The ratchet: cases known to fall short are listed, each with the issue that fixes it, in
 scripts/corpus_known_short.txt (a bare label matches in any suite, ``suite: label`` in that one).
@@ -118,18 +118,47 @@ def run_suite(name: str, cmd: list[str], env: dict[str, str]) -> Suite:
     return suite
 
 
+def bare_helm(chart: Path, values: list[Path]) -> dict[tuple[str, str], bool] | None:
+    """(kind, name) -> kept by Argo CD, from bare ``helm template`` read with PyYAML; None if helm fails."""
+    import yaml
+
+    from cmp_plugin.kept import is_kept
+
+    helm = os.environ.get("DRIFTGUARD_HELM", "helm")
+    argv = [helm, "template", str(chart), "--name-template", chart.name, "--namespace", "rc-apps"]
+    for v in values:
+        argv += ["--values", str(v)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return None
+    objs: dict[tuple[str, str], bool] = {}
+    for obj in yaml.load_all(proc.stdout, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(obj, dict) and obj.get("kind"):
+            meta = obj.get("metadata") or {}
+            objs[(str(obj["kind"]), str(meta.get("name")))] = is_kept(meta.get("annotations"))
+    return objs
+
+
 def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
-    """implicit-defaults on every real chart: findings and warn lines per case, each finding checked."""
+    """implicit-defaults on every real chart: each reported key flipped again with bare helm."""
+    import json
+
     from cmp_plugin import chart_values as cv
     from cmp_plugin import pipeline
     from cmp_plugin.argo_env import AppEnv, parse_parameters
-    from cmp_plugin.guards.implicit_defaults import NOTE, ImplicitDefaultsGuard
+    from cmp_plugin.guards.implicit_defaults import (
+        CANDIDATE,
+        NOTE,
+        SCAN_VERDICTS,
+        ImplicitDefaultsGuard,
+        by_key,
+    )
     from cmp_plugin.settings import CmpSettings
     from driftguard.errors import DriftguardError
 
     suite = Suite("implicit-defaults")
     settings = CmpSettings.from_env()
-    print(f"{'case':62} {'keys':>5} {'lines':>5}")
+    print(f"{'case':62} {'candidates':>10} {'proven':>6} {'lines':>5} {'renders':>7}")
     for chart in sorted(p for p in charts.iterdir() if (p / "Chart.yaml").is_file()):
         ci = sorted((chart / "ci").glob("*.yaml")) if (chart / "ci").is_dir() else []
         for values in [None, *(f"ci/{f.name}" for f in ci[:max_ci])]:
@@ -144,24 +173,41 @@ def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
                 suite.short[label] = f"does not render: {str(exc).splitlines()[0][:160]}"
                 continue
             switches = outcome.notes.get(NOTE)
-            found = [f for f in switches if f.is_finding] if isinstance(switches, list) else []
+            switches = switches if isinstance(switches, list) else []
+            found = by_key(f for f in switches if f.is_finding)
+            candidates = {f.gate.key for f in switches if f.verdict not in SCAN_VERDICTS}
             supplied = [cv.load_values((chart / values).read_text(), values)] if values else []
             lines = [w for w in outcome.warnings if "chart default" in w or "implicit" in w]
-            in_render = {f"{d.kind} {d.name}" for d in outcome.docs}
-            charts_rendered = {d.source.split("/templates/", 1)[0] for d in outcome.docs}
+            given = [chart / values] if values else []
+            base = bare_helm(chart, given)
             bad = []
-            for f in found:
-                sub = f.gate.file.split("/templates/", 1)[0] if f.gate.file.startswith("charts/") else ""
-                if not cv.truthy(f.default):
-                    bad.append(f"{f.gate.key}: falsy default {f.default!r}")
-                elif any(cv.lookup(d, f.gate.key)[0] for d in supplied):
-                    bad.append(f"{f.gate.key}: set by {values}")
-                elif sub and f"{chart.name}/{sub}" not in charts_rendered:
-                    bad.append(f"{f.gate.key}: in {sub}, which did not render")
-                elif not f.rendered or not set(f.rendered) <= in_render:
-                    bad.append(f"{f.gate.key}: names resources not in the render")
-            keys = len({f.gate.key for f in found})
-            print(f"{label:62} {keys:5} {len(lines):5}")
+            if any(f.verdict == CANDIDATE for f in switches):
+                bad.append("a candidate was left without a verdict")
+            with tempfile.TemporaryDirectory(prefix="corpus-flip-") as tmp:
+                for key, fs in found.items():
+                    f = fs[0]
+                    if any(cv.lookup(d, key)[0] for d in supplied):
+                        bad.append(f"{key}: set by {values}")
+                        continue
+                    doc: dict[str, object] = {}
+                    node = doc
+                    parts = key.split(".")
+                    for part in parts[:-1]:
+                        node = node.setdefault(part, {})  # type: ignore[assignment]
+                    node[parts[-1]] = f.flip
+                    flip = Path(tmp) / "flip.json"
+                    flip.write_text(json.dumps(doc))
+                    flipped = bare_helm(chart, [*given, flip])
+                    if base is None or flipped is None:
+                        bad.append(f"{key}: bare helm fails with it flipped")
+                        continue
+                    gone = tuple(
+                        sorted(f"{k} {n}" for (k, n), kept in base.items() if kept and (k, n) not in flipped)
+                    )
+                    if gone != f.rendered:
+                        bad.append(f"{key}: bare helm removes {len(gone)}, reported {len(f.rendered)}")
+            renders = outcome.notes.get(NOTE + "-renders", 0)
+            print(f"{label:62} {len(candidates):10} {len(found):6} {len(lines):5} {renders:7}")
             if len(lines) > 1:
                 bad.append(f"{len(lines)} implicit-defaults lines > 1")
             if bad:

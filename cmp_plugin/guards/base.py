@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from cmp_plugin.renderers.base import Rendered, RenderJob
@@ -17,8 +18,10 @@ RENDER = "render"  # runs on the rendered resources
 class GuardContext:
     """What a guard may look at. ``docs[i]`` has identity ``keys[i]``."""
 
-    def __init__(self, job: RenderJob, *, renderer: str = "") -> None:
+    def __init__(self, job: RenderJob, *, renderer: str = "", hot: bool = False) -> None:
         self.job = job
+        self.hot = hot
+        """Argo CD waits for this render (``generate``): work that can wait for the next render waits."""
         self.renderer = renderer
         """The renderer's name, known before it runs."""
         self.rendered: Rendered | None = None
@@ -32,6 +35,8 @@ class GuardContext:
         """(index in docs, why) of what the render prints but Argo CD does not keep."""
         self.notes: dict[str, object] = {}
         """What one guard learned that a later one may use (implicit-defaults -> shrink)."""
+        self.cleanups: list[Callable[[], None]] = []
+        """Called once the render is over, refused or not: stop what a guard started in ``begin``."""
 
 
 class Guard(Protocol):

@@ -1,28 +1,38 @@
 """implicit-defaults: resource switches that this environment leaves to the chart default.
 
 The incident: production relied on the chart's ``enabled`` default; the default flipped, production
-rendered nothing for that service and Argo CD pruned it. A *finding* is a values key that
-- decides whether at least one whole resource renders (cmp_plugin.gating: an if/with/range around
-  a whole document, directly or through a named template, in the chart or an enabled subchart,
-  or a dependency's ``condition`` / ``tags``),
-- has a truthy chart default (an empty or false default renders nothing that could vanish),
-- is not set by this environment (values files, inline values, helm set parameters), and
-- whose resources are in this render now.
-Everything else the scan saw is kept with its reason for ``render --explain``, the shrink guard
-and the PR diff. In warn mode the guard prints one line per render; refuse and explicit-keys
-refuse with one line per gate, naming template:line.
+rendered nothing for that service and Argo CD pruned it. A *finding* is a values key
+- whose chart default makes at least one whole resource that Argo CD keeps render here (hooks are
+  not kept: cmp_plugin.kept),
+- that this environment does not set (values files, inline values, helm set parameters), and
+- whose flip removes that resource: off for a truthy default (false, 0, "", [], or the map
+  removed), on for a false default (``not`` / ``unless``-style conditions).
+Defaults are read wherever the chart keeps them: values.yaml, subcharts' defaults (with
+``condition``, ``tags``, ``import-values``) and ``_internal*`` roots that the chart's own templates
+merge under ``.Values`` (Istio's ``_internal_defaults_do_not_set``).
+
+The template scan *proposes* (cmp_plugin.gating, gate_eval, chart_values: which keys could decide
+whole documents); helm *proves* (cmp_plugin.flip_proof: a render with the key flipped shows the
+resource gone). Only proven keys are findings, each with exactly the resources its flip removes;
+every other key the scan saw is kept with its reason for ``render --explain``. In warn mode the
+guard prints one line per render; refuse and explicit-keys refuse with one line per key, naming
+template:line.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmp_plugin import chart_values as cv
-from cmp_plugin.gate_eval import still_renders
-from cmp_plugin.gating import ROOT, ChartScan, Gate, scan_chart
+from cmp_plugin.content_cache import cache_get, cache_put
+from cmp_plugin.flip_proof import PARALLEL, Flip, Proof, ProofRun, content_digest, render_kept
+from cmp_plugin.gate_eval import evaluate
+from cmp_plugin.gating import MAX_SOURCES, ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.renderers.helm import existing_values_files, set_values
@@ -46,13 +56,25 @@ __all__ = [
 
 NOTE = "implicit-defaults"
 SHOWN_KEYS = 4
+MIN_BUDGET = 0.05
+"""Seconds warn mode gives the proof at least, however fast helm's own render was."""
 
 FINDING = "finding"
+CANDIDATE = "proposed by the template scan, not yet proven by a render"
 SET = "set by this environment"
-FALSY = "chart default is empty or false: nothing renders from it that could vanish"
+NO_DEFAULT = "the chart sets no default for it"
+FALSY = "chart default is empty: no value to flip it to"
+NOT_ON = "its condition is false with the chart default: nothing renders from it"
 DISABLED = "in a subchart that does not render"
 NOT_RENDERED = "its resources are not in this render"
 NOT_DECIDING = "the condition holds without it: turning it off would not remove the resources"
+REMOVES_NOTHING = "not proven: a render with it flipped removes no resource"
+HOOKS_ONLY = "not proven: a render with it flipped removes only hooks, which Argo CD runs but does not keep"
+NOT_PROVEN = "not proven"
+PENDING = (
+    "not proven yet: generate in warn mode spends about one render's time on proofs; the next render goes on"
+)
+REPEATS = "not proven on its own: removing it takes the same resources as its key"
 
 
 class Finding(NamedTuple):
@@ -68,7 +90,11 @@ class Finding(NamedTuple):
     rendered: tuple[str, ...] = ()
     """``Kind name`` of the resources of this render that the gate decides."""
     why: str = ""
-    """For DISABLED: the key that turned the subchart off."""
+    """For DISABLED: the key that turned the subchart off; for REPEATS: that key; else a detail."""
+    flip: Any = None
+    """The value a proof render set the key to (None: the key removed)."""
+    origin: str = ""
+    """Where the chart default was found when not at the key itself (an ``_internal*`` root)."""
 
     @property
     def is_finding(self) -> bool:
@@ -91,20 +117,26 @@ class Finding(NamedTuple):
         return "{{ " + g.condition + " }}" + scope + binds
 
     def describe(self) -> str:
-        """One line naming key, template:line, the gate as written, what it decides and why it counts."""
+        """One line naming key, template:line, the gate as written, what its flip removes and why it counts."""
         what = _resources(self.rendered or tuple(self.gate.resources))
         if self.explicit:
             origin = f"set by this environment to {_show(self.value)}"
         else:
-            origin = f"not set here, chart default {_show(self.default)}"
+            under = f" (under {self.origin})" if self.origin else ""
+            origin = f"not set here, chart default {_show(self.default)}{under}"
+        if self.is_finding:
+            flip = "removed" if self.flip is None else f"set to {_show(self.flip)}"
+            return (
+                f"{self.gate.key}: {self.where()} {self.quoted()} decides {what}; {origin}; "
+                f"proven: a render with it {flip} removes {len(self.rendered)}"
+            )
         return f"{self.gate.key}: {self.where()} {self.quoted()} decides {what}; {origin}"
 
 
-def _resources(items: tuple[str, ...]) -> str:
+def _resources(items: tuple[str, ...], shown: int = 3) -> str:
     if not items:
         return "resources"
-    shown = ", ".join(items[:3])
-    return shown + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def _show(value: Any) -> str:
@@ -153,52 +185,217 @@ def prepare(chart_dir: Path, supplied: list[dict[str, Any]], *, cache_dir: Path 
     return Prepared(scan, defaults, supplied, effective, on, deps)
 
 
+def internal_roots(values: dict[str, Any]) -> list[str]:
+    """Top-level ``_internal*`` maps: defaults a chart's own templates merge under ``.Values``
+    (Istio's ``_internal_defaults_do_not_set``, merged by its ``zzz_profile.yaml``)."""
+    return [k for k, v in values.items() if k.startswith("_internal") and isinstance(v, dict)]
+
+
+def chart_default(prep: Prepared, key: str) -> tuple[bool, Any, str]:
+    """(found, value, root) of a key's chart default; ``root`` names an ``_internal*`` root it sits under."""
+    found, value = cv.lookup(prep.defaults, key)
+    if found:
+        return True, value, ""
+    for root in internal_roots(prep.defaults):
+        found, value = cv.lookup(prep.defaults[root], key)
+        if found:
+            return True, value, root
+    return False, None, ""
+
+
+def flip_of(default: Any) -> tuple[bool, Any]:
+    """(flippable, value): off for a truthy default (a map is removed), on for a false boolean."""
+    if isinstance(default, bool):
+        return True, not default
+    if isinstance(default, dict):
+        return (True, None) if default else (False, None)
+    if isinstance(default, (int, float)):
+        return (True, 0) if default else (False, None)
+    if isinstance(default, str):
+        return (True, "") if default else (False, None)
+    if isinstance(default, list):
+        return (True, []) if default else (False, None)
+    return False, None
+
+
+def eval_view(prep: Prepared) -> dict[str, Any]:
+    """The effective values as the templates read them: ``_internal*`` defaults under the rest."""
+    view = prep.effective
+    for root in internal_roots(prep.defaults):
+        view = cv.merge_values(prep.defaults[root], view)
+    return view
+
+
 def classify(prep: Prepared, docs: Iterable[Doc] | None) -> list[Finding]:
-    """Every gate with its verdict; ``docs`` (the render) tells which resources render now."""
-    rendered: dict[str, list[tuple[str, str]]] = {}
+    """Every gate with what the template scan says of it: CANDIDATE keys still need a proof
+    (:func:`prove`); ``docs`` (the render) rules out keys whose templates printed nothing."""
+    rendered: dict[str, int] = {}
     if docs is not None:
         for d in docs:
             rel = d.source.split("/", 1)[1] if "/" in d.source else d.source
-            rendered.setdefault(rel, []).append((d.kind, d.name))
+            rendered[rel] = rendered.get(rel, 0) + 1
+    view = eval_view(prep)
     out: list[Finding] = []
     for gate in all_gates(prep):
-        explicit = any(cv.lookup(doc, gate.key)[0] for doc in prep.supplied)
-        _, default = cv.lookup(prep.defaults, gate.key)
-        _, value = cv.lookup(prep.effective, gate.key)
-        now: list[str] = []
+        explicit = any(cv.lookup(doc, gate.key)[0] for doc in prep.supplied) or any(
+            cv.lookup(doc, f"{root}.{gate.key}")[0]
+            for doc in prep.supplied
+            for root in internal_roots(prep.defaults)
+        )
+        found, default, root = chart_default(prep, gate.key)
+        _, value = cv.lookup(view, gate.key)
+        flippable, flip = flip_of(default)
         renders: bool | None = None
-        if docs is not None:
-            for src in gate.sources:
-                if gate.keyword in ("condition", "tags"):
-                    hits = [kn for rel, kns in rendered.items() if rel.startswith(src + "/") for kn in kns]
-                else:
-                    hits = rendered.get(src, [])
-                for kind, name in hits:
-                    if len(now) >= 8:
-                        break  # enough to name them; the count of a gate's resources is not needed
-                    if (
-                        "?" in gate.resources
-                        or kind in gate.resources
-                        or gate.keyword in ("condition", "tags")
-                    ):
-                        now.append(f"{kind} {name}")
-            renders = bool(now)
+        if docs is not None and len(gate.sources) < MAX_SOURCES:
+            renders = any(
+                n
+                for rel, n in rendered.items()
+                for src in gate.sources
+                if rel == src or rel.startswith(src + "/")
+            )
         off = _disabled_by(gate, prep)
         if off is not None:
             verdict = DISABLED
         elif explicit:
             verdict = SET
-        elif not cv.truthy(default):
+        elif not found:
+            verdict = NO_DEFAULT
+        elif not flippable:
             verdict = FALSY
+        elif evaluate(gate, view, lookup=cv.lookup) is False:
+            verdict = NOT_ON
         elif renders is False:
             verdict = NOT_RENDERED
-        elif still_renders(gate, prep.effective, lookup=cv.lookup):
+        elif evaluate(gate, view, lookup=cv.lookup, flip=(gate.key, flip)) is True:
             verdict = NOT_DECIDING
         else:
-            verdict = FINDING
-        out.append(
-            Finding(gate, explicit, default, value, renders, verdict, tuple(dict.fromkeys(now)), off or "")
-        )
+            verdict = CANDIDATE
+        out.append(Finding(gate, explicit, default, value, renders, verdict, (), off or "", flip, root))
+    return out
+
+
+def flips_of(
+    switches: list[Finding], prep: Prepared | None = None, chart_dir: Path | None = None
+) -> list[Flip]:
+    """One flip per CANDIDATE key, with the templates that may hold what it decides (the proof's hint
+    for crediting a change to one key of a render): those of its gates and, with ``chart_dir``,
+    every output template of its chart that reads the key by name."""
+    keys: dict[str, Flip] = {}
+    for f in switches:
+        if f.verdict != CANDIDATE:
+            continue
+        old = keys.get(f.gate.key)
+        hint = tuple(dict.fromkeys((*(old.templates if old else ()), *f.gate.sources)))
+        keys[f.gate.key] = Flip(f.gate.key, f.flip, hint)
+    if prep is not None and chart_dir is not None and keys:
+        reads = _values_read(chart_dir, prep)
+        scopes = {f.gate.key: f.gate.scope for f in switches if f.gate.key in keys}
+        for key, flip in keys.items():
+            scope = "" if key.startswith("global.") else scopes.get(key, "")
+            rel = key[len(scope) :] if scope and key.startswith(scope) else key
+            extra = [
+                src
+                for src, (where, paths) in reads.items()
+                if rel in paths and (where == scope or key.startswith("global."))
+            ]
+            if extra:
+                keys[key] = flip._replace(templates=tuple(dict.fromkeys((*flip.templates, *extra))))
+    return list(keys.values())
+
+
+_READS = re.compile(r"Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
+
+
+def _values_read(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, set[str]]]:
+    """Rendered source path -> (values scope, every values path it names and their prefixes)."""
+    out: dict[str, tuple[str, set[str]]] = {}
+    for src, (scope, text) in _output_templates(chart_dir, prep).items():
+        paths: set[str] = set()
+        for m in _READS.finditer(text):
+            parts = m.group(1)[1:].split(".")
+            paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+        out[src] = (scope, paths)
+    return out
+
+
+def _output_templates(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, str]]:
+    """Rendered source path -> (values scope, text) of every output template of the chart and its subcharts."""
+    out: dict[str, tuple[str, str]] = {}
+    charts = [("", "", "")] + [(d.sub.path, d.sub.source, d.sub.scope) for d in prep.deps]
+    for path, source, scope in charts:
+        tdir = chart_dir / path / "templates" if path else chart_dir / "templates"
+        if not tdir.is_dir():
+            continue
+        for file in sorted(tdir.rglob("*")):
+            if not file.is_file() or file.name.startswith("_") or file.name == "NOTES.txt":
+                continue
+            rel = file.relative_to(tdir).as_posix()
+            try:
+                out[f"{source}/templates/{rel}" if source else f"templates/{rel}"] = (
+                    scope,
+                    file.read_text(errors="replace"),
+                )
+            except OSError:
+                continue
+    return out
+
+
+def prove(
+    job: RenderJob,
+    switches: list[Finding],
+    text: str,
+    docs: list[Doc] | None = None,
+    run: ProofRun | None = None,
+    prep: Prepared | None = None,
+    budget: float | None = None,
+) -> tuple[list[Finding], int]:
+    """The CANDIDATE keys proven by helm renders of ``job`` with them flipped (cmp_plugin.flip_proof):
+    FINDING with exactly the kept resources a flip removes, or why not; and the renders run.
+    ``run``: a proof started earlier (``begin``) over a superset of these candidates."""
+    flips = flips_of(switches, prep, job.app_dir if prep is not None else None)
+    if not flips:
+        return switches, 0
+    if run is None:
+        run = ProofRun(job, flips)
+        run.start()
+    try:
+        proof = run.finish(render_kept(job, text, docs), budget=budget)
+    finally:
+        run.cancel()
+    return verdicts_of(switches, proof, {f.key: f for f in flips}), proof.renders
+
+
+def verdicts_of(switches: list[Finding], proof: Proof, flips: dict[str, Flip]) -> list[Finding]:
+    """Each CANDIDATE turned into FINDING (with what its flip removes) or the reason it is not one."""
+    removed: dict[str, tuple[str, ...]] = {}
+    hooks: dict[str, int] = {}
+    for key, items in proof.changed.items():
+        removed[key] = tuple(sorted(f"{r.key.kind} {r.key.name}" for r in items if r.kept))
+        hooks[key] = sum(1 for r in items if not r.kept)
+    repeats: dict[str, str] = {}
+    for key, res in removed.items():  # a whole map whose removal only repeats one of its own keys
+        if res and key in flips and flips[key].value is None:
+            for other, theirs in removed.items():
+                if other.startswith(key + ".") and set(res) <= set(theirs):
+                    repeats[key] = other
+                    break
+    out: list[Finding] = []
+    for f in switches:
+        key = f.gate.key
+        if f.verdict != CANDIDATE:
+            out.append(f)
+        elif key in proof.pending:
+            out.append(f._replace(verdict=PENDING))
+        elif key in repeats:
+            out.append(f._replace(verdict=REPEATS, rendered=removed[key], why=repeats[key]))
+        elif removed.get(key):
+            out.append(f._replace(verdict=FINDING, rendered=removed[key]))
+        elif hooks.get(key):
+            out.append(f._replace(verdict=HOOKS_ONLY, why=f"{hooks[key]} hook(s)"))
+        elif key in proof.failed:
+            out.append(f._replace(verdict=NOT_PROVEN, why=proof.failed[key]))
+        else:
+            out.append(f._replace(verdict=REMOVES_NOTHING))
     return out
 
 
@@ -236,24 +433,30 @@ def _disabled_by(gate: Gate, prep: Prepared) -> str | None:
     return None if on else (why or "its parent")
 
 
-def analyse(job: RenderJob, docs: Iterable[Doc] | None = None) -> list[Finding]:
-    """Every gating key of the chart at ``job.app_dir`` for the values this environment supplies."""
-    return classify(prepare(job.app_dir, supplied_values(job)), docs)
+def analyse(job: RenderJob, docs: Iterable[Doc] | None = None, text: str | None = None) -> list[Finding]:
+    """Every gating key of the chart at ``job.app_dir`` for the values this environment supplies;
+    with the render's ``text``, the candidates are proven (or not) by renders with them flipped."""
+    prep = prepare(job.app_dir, supplied_values(job), cache_dir=job.settings.cache_dir)
+    switches = classify(prep, docs)
+    return prove(job, switches, text, prep=prep)[0] if text is not None else switches
 
 
 def findings(switches: Iterable[Finding]) -> list[Finding]:
     return [f for f in switches if f.is_finding]
 
 
-def summary_line(found: list[Finding]) -> str:
-    """The one warn-mode line: how many switches rely on chart defaults, the first few named."""
-    keys: dict[str, list[str]] = {}
+def by_key(found: Iterable[Finding]) -> dict[str, list[Finding]]:
+    """Findings grouped by key, in the order of their first gate."""
+    keys: dict[str, list[Finding]] = {}
     for f in found:
-        keys.setdefault(f.gate.key, [])
-        for r in f.rendered or tuple(f.gate.resources):
-            if r not in keys[f.gate.key]:
-                keys[f.gate.key].append(r)
+        keys.setdefault(f.gate.key, []).append(f)
+    return keys
+
+
+def summary_line(found: list[Finding], pending: int = 0) -> str:
+    """The one warn-mode line: how many switches rely on chart defaults, the first few named."""
     named = []
+    keys = {key: fs[0].rendered for key, fs in by_key(found).items()}
     # the switches that decide the most resources first (a stable sort keeps template order on ties)
     for key, res in sorted(keys.items(), key=lambda kv: -len(kv[1]))[:SHOWN_KEYS]:
         what = res[0] if res else "resources"
@@ -261,21 +464,45 @@ def summary_line(found: list[Finding]) -> str:
             what += f" and {len(res) - 1} more"
         named.append(f"{key} ({what})")
     more = ", ... " if len(keys) > SHOWN_KEYS else ""
+    later = f" ({pending} more being proven)" if pending else ""
     return (
-        f"driftguard: note: {len(keys)} resource switches rely on chart defaults: {', '.join(named)}{more}; "
+        f"driftguard: note: {len(keys)} resource switches rely on chart defaults{later}: {', '.join(named)}{more}; "
         "set them in this environment's values to pin them "
         "(driftguard-cmp render --explain lists each with template:line)"
     )
 
 
 def explain(switches: list[Finding], content_only: int = 0) -> list[str]:
-    """``render --explain``: every finding with template:line, then what was not a finding and why."""
-    found = findings(switches)
+    """``render --explain``: every proven finding with template:line and what its flip removes, then
+    the candidates a render did not prove and what the scan saw otherwise, each with why."""
+    found = by_key(findings(switches))
     lines = [
-        f"implicit-defaults: {len({f.gate.key for f in found})} resource switch(es) rely on chart defaults"
+        f"implicit-defaults: {len(found)} resource switch(es) rely on chart defaults (each proven by a render)"
     ]
-    lines += [f"  {f.describe()}" for f in found]
-    others = [f for f in switches if not f.is_finding]
+    for fs in found.values():
+        first = fs[0]
+        lines.append(f"  {first.describe()}")
+        if len(fs) > 1:
+            lines.append(
+                f"    also gated at {', '.join(f.where() for f in fs[1:6])}" + (" ..." if len(fs) > 6 else "")
+            )
+        if len(first.rendered) > 3:
+            lines.append(f"    removes: {', '.join(first.rendered)}")
+    proven = set(found)
+    unproven = [
+        f
+        for f in switches
+        if not f.is_finding and f.verdict not in SCAN_VERDICTS and f.gate.key not in proven
+    ]
+    if unproven:
+        lines.append("candidates not proven:")
+        for key, fs in by_key(unproven).items():
+            f = fs[0]
+            why = f.verdict + (f" ({f.why})" if f.why else "")
+            if f.verdict == REPEATS:
+                why = f"{REPEATS} `{f.why}`"
+            lines.append(f"  {key}: {f.where()} {f.quoted()}: {why}")
+    others = [f for f in switches if f.verdict in SCAN_VERDICTS and f.gate.key not in proven]
     if others:
         lines.append("not findings:")
         for f in others:
@@ -286,11 +513,49 @@ def explain(switches: list[Finding], content_only: int = 0) -> list[str]:
     return lines
 
 
+SCAN_VERDICTS = frozenset({SET, NO_DEFAULT, FALSY, NOT_ON, DISABLED, NOT_RENDERED, NOT_DECIDING})
+"""What the template scan decides alone, without a render."""
+
+
 def matches_required(key: str, required: list[str]) -> bool:
     """An ``explicit-keys`` entry names a key exactly, by its last segments, or by glob."""
     import fnmatch  # only when explicit-keys is set: ~2 ms of imports off every other render
 
     return any(key == r or key.endswith("." + r) or fnmatch.fnmatchcase(key, r) for r in required)
+
+
+VERDICTS_VERSION = "implicit-defaults-verdicts-1"
+
+
+def dump_switches(switches: list[Finding]) -> dict[str, Any]:
+    """The guard's verdicts as JSON, for the content cache."""
+    return {"switches": [[list(f.gate), *list(f)[1:]] for f in switches]}
+
+
+def load_switches(raw: Any) -> list[Finding] | None:
+    """Verdicts read back from the content cache (None when absent or unreadable)."""
+    try:
+        out = []
+        for row in raw["switches"]:
+            g = row[0]
+            gate = Gate(
+                g[0],
+                g[1],
+                g[2],
+                g[3],
+                g[4],
+                tuple(g[5]),
+                tuple(g[6]),
+                g[7],
+                tuple((a, b) for a, b in g[8]),
+                g[9],
+            )
+            out.append(
+                Finding(gate, row[1], row[2], row[3], row[4], row[5], tuple(row[6]), row[7], row[8], row[9])
+            )
+        return out
+    except (TypeError, KeyError, ValueError, IndexError):
+        return None
 
 
 class ImplicitDefaultsGuard(GuardBase):
@@ -302,11 +567,24 @@ class ImplicitDefaultsGuard(GuardBase):
         if ctx.job.env.param("implicit-defaults") == "off" or ctx.renderer != "helm":
             return
         try:
-            ctx.notes[NOTE + "-prepared"] = prepare(
-                ctx.job.app_dir, supplied_values(ctx.job), cache_dir=ctx.job.settings.cache_dir
-            )
+            prep = prepare(ctx.job.app_dir, supplied_values(ctx.job), cache_dir=ctx.job.settings.cache_dir)
         except InputError as exc:
             ctx.notes[NOTE + "-prepared"] = exc  # reported in check(), in the guards' order
+            return
+        ctx.notes[NOTE + "-prepared"] = prep
+        ctx.notes[NOTE + "-began"] = time.monotonic()
+        digest = content_digest(ctx.job, VERDICTS_VERSION)
+        if digest is not None:
+            ctx.notes[NOTE + "-digest"] = digest
+            cached = load_switches(cache_get(ctx.job.settings.cache_dir, f"verdicts-{digest}"))
+            if cached is not None:  # this content was proven before: nothing to scan or render
+                ctx.notes[NOTE + "-cached"] = cached
+                return
+        # the first proof renders run beside helm's own render
+        run = ProofRun(ctx.job, flips_of(classify(prep, None), prep, ctx.job.app_dir))
+        ctx.cleanups.append(run.cancel)
+        run.start(1 if ctx.hot else PARALLEL)  # beside helm's own render: one more process, not two
+        ctx.notes[NOTE + "-proof"] = run
 
     def check(self, ctx: GuardContext) -> list[str]:
         job = ctx.job
@@ -317,12 +595,41 @@ class ImplicitDefaultsGuard(GuardBase):
         if isinstance(prep, InputError):
             raise prep
         if not isinstance(prep, Prepared):
-            prep = prepare(job.app_dir, supplied_values(job))
+            prep = prepare(job.app_dir, supplied_values(job), cache_dir=job.settings.cache_dir)
+        cached = ctx.notes.get(NOTE + "-cached")
+        if isinstance(cached, list):
+            return self._report(ctx, cached, 0, prep)
         switches = classify(prep, ctx.docs)
+        text = ctx.rendered.text
+        run = ctx.notes.get(NOTE + "-proof")
+        required = [k for k in job.env.param("explicit-keys") if k]
+        budget = None  # refuse mode and explicit-keys decide on every candidate: the whole proof
+        began = ctx.notes.get(NOTE + "-began")
+        if ctx.hot and mode == "warn" and not required and isinstance(began, float):
+            # warn mode: at most about one more render's time (helm's own render took this long)
+            budget = max(MIN_BUDGET, time.monotonic() - began)
+        switches, renders = prove(
+            job,
+            switches,
+            text,
+            ctx.docs,
+            run=run if isinstance(run, ProofRun) else None,
+            prep=prep,
+            budget=budget,
+        )
+        digest = ctx.notes.get(NOTE + "-digest")
+        if isinstance(digest, str) and all(f.verdict != PENDING for f in switches):
+            cache_put(job.settings.cache_dir, f"verdicts-{digest}", dump_switches(switches))
+        return self._report(ctx, switches, renders, prep)
+
+    def _report(self, ctx: GuardContext, switches: list[Finding], renders: int, prep: Prepared) -> list[str]:
+        job = ctx.job
+        mode = job.env.param("implicit-defaults")
+        required = [k for k in job.env.param("explicit-keys") if k]
         ctx.notes[NOTE] = switches
+        ctx.notes[NOTE + "-renders"] = renders
         ctx.notes[NOTE + "-content-only"] = prep.scan.content_only
         found = findings(switches)
-        required = [k for k in job.env.param("explicit-keys") if k]
         must = [f for f in found if matches_required(f.gate.key, required)] if required else []
         refused = found if mode == "refuse" else must
         if refused:
@@ -331,9 +638,17 @@ class ImplicitDefaultsGuard(GuardBase):
             raise GuardRefusal(
                 self.name,
                 f"{keys} resource switch(es) rely on chart defaults this environment does not set ({why})",
-                details=[f.describe() for f in refused],
+                details=[fs[0].describe() for fs in by_key(refused).values()],
                 fix="set each key in this environment's values file (even to the chart's current default) to pin it",
                 # a finding is a key this environment does not set: it relies on the chart default
                 gating=list({f.gate.key: (f.gate.key, "chart-default", f.where()) for f in refused}.values()),
             )
-        return [summary_line(found)] if found else []
+        pending = len({f.gate.key for f in switches if f.verdict == PENDING})
+        if found:
+            return [summary_line(found, pending)]
+        if pending:
+            return [
+                f"driftguard: note: {pending} possible resource switch(es) relying on chart defaults are being "
+                "proven by renders; the next render of this revision reports them"
+            ]
+        return []

@@ -11,8 +11,7 @@ from typing import Any
 
 from cmp_plugin import baseline
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
-from cmp_plugin.guards.implicit_defaults import NOTE, Finding
-from driftguard.errors import GuardRefusal
+from driftguard.errors import GuardRefusal, InputError
 from driftguard.manifests import ResourceKey
 
 __all__ = ["ShrinkGuard"]
@@ -70,8 +69,7 @@ class ShrinkGuard(GuardBase):
             return [
                 f"driftguard: warning: {len(removed)} removals approved for revision {job.env.revision[:12]} by {baseline.APPROVE_ANNOTATION}"
             ]
-        findings = ctx.notes.get(NOTE)
-        explained, gating = _explain(removed, findings if isinstance(findings, list) else [])
+        explained, gating = _explain(ctx, removed)
         details = [
             f"{k}{explained.get(k, '')}" for k in (hits + [k for k in removed if k not in hits])[:SHOWN]
         ]
@@ -106,24 +104,43 @@ def _refuse(
 
 
 def _explain(
-    removed: list[ResourceKey], findings: list[Finding]
+    ctx: GuardContext, removed: list[ResourceKey]
 ) -> tuple[dict[ResourceKey, str], list[tuple[str, str, str]]]:
-    """`` (hidden by the chart default of enabled)`` for removals that a hidden gate explains, and
-    those gates as (key, origin, template:line) in the order they explain removals."""
-    out: dict[ResourceKey, str] = {}
+    """For each removal, ``  <- hidden by the chart default of KEY (template:line)`` when a render
+    with that key flipped brings it back (cmp_plugin.removal_cause, the PR diff's proof too), else
+    that the cause is not known; and the proven keys as (key, origin, template:line)."""
+    if ctx.rendered is None or ctx.rendered.renderer != "helm":
+        return {}, []  # no values keys: nothing to name
+    unknown = {k: f"  <- {UNKNOWN_SHORT}" for k in removed}
+    from cmp_plugin import removal_cause
+    from cmp_plugin.flip_proof import render_kept
+    from cmp_plugin.guards import implicit_defaults as implicit
+
+    job = ctx.job
+    prep = ctx.notes.get(implicit.NOTE + "-prepared")
+    switches = ctx.notes.get(implicit.NOTE)
+    try:
+        if not isinstance(prep, implicit.Prepared):
+            prep = implicit.prepare(
+                job.app_dir, implicit.supplied_values(job), cache_dir=job.settings.cache_dir
+            )
+        if not isinstance(switches, list):
+            switches = implicit.classify(prep, ctx.docs)
+        candidates = removal_cause.hidden_flips(prep, switches)
+        proven = removal_cause.causes(job, removed, candidates, render_kept(job, ctx.rendered.text, ctx.docs))
+    except InputError:
+        return unknown, []
+    out = dict(unknown)
     gating: dict[str, tuple[str, str, str]] = {}
-    hidden = [f for f in findings if f.renders is False]
     for key in removed:
-        for f in hidden:
-            kinds = {r.split(" ", 1)[0] for r in f.gate.resources}
-            if key.kind in kinds or not kinds:
-                origin = "the chart default" if not f.explicit else "this environment's value"
-                out[key] = f"  <- hidden by {origin} of {f.gate.key} ({f.gate.file}:{f.gate.line})"
-                gating.setdefault(
-                    f.gate.key, (f.gate.key, "value" if f.explicit else "chart-default", f.where())
-                )
-                break
+        if key in proven:
+            cause = removal_cause.cause_of(*proven[key])
+            out[key] = f"  <- {cause.hidden()}"
+            gating.setdefault(cause.key, (cause.key, cause.origin, cause.where))
     return out, list(gating.values())
+
+
+UNKNOWN_SHORT = "which values key decided it: not known"
 
 
 class _Lookup(threading.Thread):

@@ -7,10 +7,12 @@ from pathlib import Path
 from cmp_plugin import chart_values as cv
 from cmp_plugin.gating import actions, expression_keys, scan_template
 from cmp_plugin.guards.implicit_defaults import (
+    CANDIDATE,
     DISABLED,
     FALSY,
     FINDING,
     NOT_DECIDING,
+    NOT_ON,
     NOT_RENDERED,
     SET,
     Finding,
@@ -209,10 +211,10 @@ def test_subchart_condition_tags_globals_and_import_values(tmp_path: Path) -> No
         doc("Job", "j", "web/charts/batch/templates/j.yaml"),
     ]
     found = verdicts(chart, [], rendered)
-    assert found["redis.enabled"].gate.keyword == "condition" and found["redis.enabled"].verdict == FINDING
-    assert found["redis.enabled"].rendered == ("PersistentVolumeClaim data", "Service m")
-    assert found["redis.persistence"].verdict == FINDING  # {size: 1Gi} is truthy
-    assert found["global.metrics"].verdict == FINDING  # a subchart's global reads the top-level key
+    # the scan proposes; the renders that prove them are in test_implicit_proof.py
+    assert found["redis.enabled"].gate.keyword == "condition" and found["redis.enabled"].verdict == CANDIDATE
+    assert found["redis.persistence"].verdict == CANDIDATE and found["redis.persistence"].flip is None
+    assert found["global.metrics"].verdict == CANDIDATE  # a subchart's global reads the top-level key
     assert "tags.jobs" not in found  # no tags table: tags decide nothing
     prep = prepare(chart, [])
     assert cv.lookup(prep.defaults, "fromredis.backup") == (True, True)  # import-values of an enabled chart
@@ -224,7 +226,7 @@ def test_a_disabled_subchart_gates_nothing(tmp_path: Path) -> None:
     assert (
         found["redis.persistence"].verdict == DISABLED and found["redis.persistence"].why == "redis.enabled"
     )
-    assert found["redis.enabled"].verdict == FALSY
+    assert found["redis.enabled"].verdict == NOT_ON  # false, and its condition is a plain truth test
     assert found["tags.jobs"].verdict == SET
     assert cv.lookup(prepare(chart, []).defaults, "fromredis")[0] is False  # nothing imported from it
     on = verdicts(chart, [{"redis": {"enabled": True}}], [])
@@ -249,13 +251,13 @@ def test_verdicts_for_the_environment(tmp_path: Path) -> None:
         doc("Deployment", "k", "app/templates/k.yaml"),
     ]
     found = verdicts(chart, [], docs)
-    assert found["enabled"].verdict == FINDING and found["enabled"].rendered == ("Deployment app",)
+    assert found["enabled"].verdict == CANDIDATE and found["enabled"].flip is False
     assert found["pdb"].verdict == FALSY
     assert found["metrics"].verdict == NOT_RENDERED
     # `or` of two true defaults: turning either off keeps the NetworkPolicy, neither decides it
     assert found["np.create"].verdict == found["global.np"].verdict == NOT_DECIDING
-    assert found["kind"].verdict == FINDING  # a string default can flip to another string
-    assert verdicts(chart, [{"global": {"np": False}}], docs)["np.create"].verdict == FINDING
+    assert found["kind"].verdict == CANDIDATE and found["kind"].flip == ""  # a string flips to empty
+    assert verdicts(chart, [{"global": {"np": False}}], docs)["np.create"].verdict == CANDIDATE
     assert verdicts(chart, [{"enabled": True}], docs)["enabled"].verdict == SET
     assert verdicts(chart, [cv.set_values(["enabled=false"])], [])["enabled"].verdict == SET
 
@@ -282,9 +284,9 @@ def test_the_warn_line() -> None:
         "metrics.enabled (ServiceMonitor payment); set them in this environment's values to pin them "
         "(driftguard-cmp render --explain lists each with template:line)"
     )
-    many = summary_line([finding(f"k{i}", f"Service s{i}") for i in range(6)] + [finding("k0", "Service t")])
+    many = summary_line([finding(f"k{i}", f"Service s{i}") for i in range(6)] + [finding("k0", "Service s0")])
     assert many.startswith(
-        "driftguard: note: 6 resource switches rely on chart defaults: k0 (Service s0 and 1 more), k1"
+        "driftguard: note: 6 resource switches rely on chart defaults: k0 (Service s0), k1"
     )
     assert ", k3 (Service s3), ... ; set them" in many and "k4" not in many
 

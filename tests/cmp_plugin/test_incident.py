@@ -154,7 +154,8 @@ def test_generate_refuses_the_implicit_default_in_refuse_mode(gitops: tuple[Path
     )
     assert lines[1] == (
         "  enabled: templates/deployment.yaml:1 {{ if .Values.enabled }} decides "
-        "Deployment payment-production; not set here, chart default true"
+        "Deployment payment-production; not set here, chart default true; "
+        "proven: a render with it set to false removes 1"
     )
     assert not any("service.enabled" in line for line in lines)  # production sets that one
     # the line the notifier quotes as the cause of the prune set (driftguard/cause.py), before the fix
@@ -228,7 +229,7 @@ def test_render_explain_lists_findings_and_the_rest(gitops: tuple[Path, str, str
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
-    i = out.index("implicit-defaults: 1 resource switch(es) rely on chart defaults")
+    i = out.index("implicit-defaults: 1 resource switch(es) rely on chart defaults (each proven by a render)")
     assert out[i + 1].startswith(
         "  enabled: templates/deployment.yaml:1 {{ if .Values.enabled }} decides Deployment"
     )
