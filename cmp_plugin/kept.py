@@ -13,8 +13,8 @@ The predicate ``is_kept`` follows Argo CD v3.5.1 exactly (our own words, read fr
   PreDelete / PostDelete hook (``argocd.argoproj.io/hook`` or ``helm.sh/hook: pre-delete`` /
   ``post-delete``) without a sync-phase hook type is not synced either.
 
-Issue 27 builds the guards' whole kept set (Lists, namespaces); this module is the hook rule only,
-kept small and named so that the two can be joined. ``kept_mask`` applies it to a rendered stream
+The rule is ``cmp_plugin.target``'s (the guards' whole kept set: Lists, namespaces, hooks);
+``is_kept`` asks it about one annotation map. ``kept_mask`` applies it to a rendered stream
 without parsing documents that carry no hook annotation (a YAML parse of a large chart costs more
 than the render).
 """
@@ -25,6 +25,8 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from cmp_plugin.target import KEPT, role
+
 if TYPE_CHECKING:
     from cmp_plugin.scan import Doc
 
@@ -32,52 +34,15 @@ __all__ = ["is_kept", "kept_mask"]
 
 ARGO_HOOK = "argocd.argoproj.io/hook"
 HELM_HOOK = "helm.sh/hook"
-# gitops-engine pkg/sync/common/types.go NewHookType
-_ARGO_TYPES = frozenset({"PreSync", "Sync", "PostSync", "SyncFail", "Skip"})
-_SYNC_PHASES = frozenset({"PreSync", "Sync", "PostSync", "SyncFail"})
-# gitops-engine pkg/sync/hook/helm/type.go NewType and its mapping to Argo CD's phases
-_HELM_TYPES = {
-    "pre-install": "PreSync",
-    "pre-upgrade": "PreSync",
-    "post-upgrade": "PostSync",
-    "post-install": "PostSync",
-}
-# argo-cd controller/hook.go hookTypeAnnotations
-_DELETE_HOOKS = {ARGO_HOOK: ("PreDelete", "PostDelete"), HELM_HOOK: ("pre-delete", "post-delete")}
-
-
-def _csv(value: Any) -> list[str]:
-    """resource.GetAnnotationCSVs: comma-separated, trimmed, empty items dropped, duplicates once."""
-    return list(dict.fromkeys(p.strip() for p in str(value).split(",") if p.strip()))
-
-
-def _types(ann: Mapping[str, Any]) -> list[str]:
-    """hook.Types: the Argo CD hook types, else the Helm ones mapped to Argo CD's phases."""
-    types = [t for t in _csv(ann.get(ARGO_HOOK, "")) if t in _ARGO_TYPES]
-    if not types:
-        types = [_HELM_TYPES[t] for t in _csv(ann.get(HELM_HOOK, "")) if t in _HELM_TYPES]
-    return types
-
-
-def _is_hook(ann: Mapping[str, Any]) -> bool:
-    if ARGO_HOOK in ann:
-        types = _types(ann)
-        skip = "Skip" in types and len(types) == 1
-        return not skip
-    return HELM_HOOK in ann and ann[HELM_HOOK] != "crd-install"
 
 
 def is_kept(annotations: Mapping[str, Any] | None) -> bool:
-    """True when Argo CD keeps (compares, syncs, prunes) an object with these annotations."""
-    ann = annotations if isinstance(annotations, Mapping) else {}
-    if _is_hook(ann):
-        return False  # splitHooks: a hook (or, with no type, ignored): never a kept resource
-    for key, kinds in _DELETE_HOOKS.items():
-        # partitionTargetObjsForSync drops a delete hook unless it is also a sync-phase hook
-        delete_hook = key in ann and any(item.strip() in kinds for item in str(ann[key]).split(","))
-        if delete_hook and not any(t in _SYNC_PHASES for t in _types(ann)):
-            return False
-    return True
+    """True when Argo CD keeps (compares, syncs, prunes) an object with these annotations.
+
+    The rule itself is the guards' (``cmp_plugin.target.role``): one reading of upstream for both.
+    """
+    ann = dict(annotations) if isinstance(annotations, Mapping) else None
+    return role({"metadata": {"annotations": ann}}) == KEPT
 
 
 def kept_mask(text: str, docs: list[Doc]) -> list[bool]:
