@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from driftguard import upstream
 from driftguard.drift import HUMAN, Classified
-from driftguard.errors import UpstreamError, UpstreamUnavailable
+from driftguard.errors import UpstreamError
+from driftguard.whois import IdentityMatch
 
 __all__ = ["MAX_ANSWER", "Lookup", "NotifierIdentities", "lookup"]
 
@@ -59,58 +58,21 @@ class Lookup:
 
 
 class NotifierIdentities:
-    """The notifier's ``POST /v1/identities/match`` with its read token, one bounded attempt."""
+    """The notifier's ``POST /v1/identities/match`` with its read token, one bounded attempt.
+
+    The request and the answer's checks are driftguard/whois.py's (the PR check asks the same
+    endpoint); the gate only needs the person's name.
+    """
 
     def __init__(self, url: str, *, token: str, timeout: float, ca_file: str = "") -> None:
-        import requests
-
-        self.url = url.rstrip("/") + "/v1/identities/match"
-        self.timeout = timeout
-        self.verify: bool | str = ca_file or True
-        self._session = requests.Session()
-        self._session.headers["Accept"] = "application/json"
-        self._session.headers["Authorization"] = f"Bearer {token}"
-        self._session.max_redirects = 0  # a redirect is an answer we did not ask for: the lookup fails
+        self._client = IdentityMatch(
+            url, token=token, timeout=timeout, ca_file=ca_file, max_answer=MAX_ANSWER
+        )
+        self.url = self._client.url
 
     def match(self, writes: Sequence[Mapping[str, Any]], *, deadline: float | None) -> list[str | None]:
         """The person who made each write, in order (None: no record matched); UpstreamError otherwise."""
-        until = time.monotonic() + self.timeout
-        if deadline is not None:
-            until = min(until, deadline)
-        resp = upstream.post(
-            self._session,
-            self.url,
-            who=WHO,
-            deadline=until,
-            body={"writes": list(writes)},
-            verify=self.verify,
-            max_body=MAX_ANSWER,
-        )
-        if resp.status != 200:
-            raise UpstreamUnavailable(f"{WHO} answered HTTP {resp.status}")
-        try:
-            body = upstream.strict_json(resp.body)
-        except ValueError as exc:
-            raise UpstreamUnavailable(f"{WHO} answered something that is not JSON") from exc
-        matches = body.get("matches") if isinstance(body, dict) else None
-        if not isinstance(matches, list) or len(matches) != len(writes):
-            raise UpstreamUnavailable(f"{WHO} answered no list of {len(writes)} matches")
-        return [_user(m, n) for n, m in enumerate(matches)]
-
-
-def _user(match: Any, n: int) -> str | None:
-    if match is None:
-        return None
-    user = match.get("user") if isinstance(match, dict) else None
-    if (
-        not isinstance(user, str)
-        or not user
-        or len(user) > 256
-        or _CONTROL.search(user)
-        or match.get("source") not in _SOURCES
-    ):
-        raise UpstreamUnavailable(f"{WHO} answered matches[{n}] that is not a person from audit or admission")
-    return user
+        return [p.user if p is not None else None for p in self._client.match(writes, deadline=deadline)]
 
 
 def _live_meta(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str, str], tuple[str, str]]:

@@ -44,11 +44,14 @@ class Person:
 class IdentityMatch:
     """``POST {url}/v1/identities/match`` with the notifier's read token."""
 
-    def __init__(self, url: str, *, token: str, timeout: float = 5.0, ca_file: str = "") -> None:
+    def __init__(
+        self, url: str, *, token: str, timeout: float = 5.0, ca_file: str = "", max_answer: int = MAX_ANSWER
+    ) -> None:
         import requests
 
         self.url = url.rstrip("/") + "/v1/identities/match"
         self.timeout = timeout
+        self.max_answer = max_answer
         self.verify: bool | str = ca_file or True
         self._session = requests.Session()
         self._session.headers["Accept"] = "application/json"
@@ -75,7 +78,7 @@ class IdentityMatch:
             deadline=until,
             body={"writes": list(writes)},
             verify=self.verify,
-            max_body=MAX_ANSWER,
+            max_body=self.max_answer,
         )
         if resp.status != 200:
             raise UpstreamUnavailable(f"{WHO} answered HTTP {resp.status}")
