@@ -133,6 +133,11 @@ def _restrict_self(reads: Sequence[str], writes: Sequence[str]) -> None:
         read = EXECUTE | READ_FILE | READ_DIR
         tool_dirs = {os.path.dirname(os.path.realpath(p)) for p in _tool_paths()}
         cert_paths = [os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", "")]
+        # the credentials the platform mounts for chart repositories and registries (helm_repos.py)
+        cert_paths += [
+            os.environ.get("DRIFTGUARD_CMP_HELM_REGISTRY_CONFIG", ""),
+            os.environ.get("DRIFTGUARD_CMP_HELM_REPOSITORIES", ""),
+        ]
         for path, access in [
             *((p, read) for p in (*_SYSTEM, *tool_dirs, *cert_paths, *reads)),
             *((p, handled) for p in writes),
