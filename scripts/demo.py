@@ -94,7 +94,7 @@ def git(repo: Path, *args: str) -> str:
 def part_one(work: Path, argo: argo_api.FakeArgo) -> None:
     title("1. The prune that did not happen")
     repo = work / "gitops"
-    for part in ("charts", "clusters", "apps", "inference"):
+    for part in ("charts", "clusters", "apps"):
         shutil.copytree(EXAMPLES / part, repo / part)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
