@@ -2,7 +2,7 @@
 
 Five live changes on each chart's first workload (scripts/codify_corpus.py: replicas + 1, a new
 image tag, a memory limit, an env value, a pod annotation), each proven by rendering or refused
-with why. `scripts/codify_corpus.py ../shared/corpus/charts` runs the same on the whole corpus.
+with why. `scripts/codify_corpus.py`, given the development corpus's charts folder, runs the same on the whole corpus.
 """
 
 from __future__ import annotations
