@@ -513,6 +513,7 @@ class ChartScan(NamedTuple):
     ignored: int
     incomplete: tuple[str, ...]
     work: int
+    """The templates' scan work plus the steps resolving named templates: for the linearity tests."""
 
 
 class Subchart(NamedTuple):
@@ -570,7 +571,8 @@ def scan_chart(
             content_only += sc.content_only
             if not sc.complete:
                 incomplete.append(rel)
-        found = _chart_gates(scans, sub.scope)
+        found, steps = _chart_gates(scans, sub.scope)
+        work += steps
         if sub.path and sub.source != sub.path:
             cut = len(sub.path)
             found = [g._replace(sources=tuple(sub.source + s[cut:] for s in g.sources)) for g in found]
@@ -626,7 +628,9 @@ def _outputs(rel: str) -> bool:
     return not name.startswith("_") and name != "NOTES.txt"
 
 
-def _chart_gates(scans: dict[str, _Template], scope: str) -> list[Gate]:
+def _chart_gates(scans: dict[str, _Template], scope: str) -> tuple[list[Gate], int]:
+    """The chart's gates, and the steps taken to resolve them (the work the linearity tests count)."""
+    steps = 0
     defines: dict[str, tuple[str, _Segment]] = {}
     for rel, sc in scans.items():
         for name, seg in sc.defines.items():
@@ -642,6 +646,7 @@ def _chart_gates(scans: dict[str, _Template], scope: str) -> list[Gate]:
     while work:
         inc = work.pop()
         for name in includers.get(inc, ()):
+            steps += 1
             if name not in with_docs:
                 with_docs.add(name)
                 kinds[name] = list(kinds.get(inc, ()))[:MAX_KINDS]
@@ -655,6 +660,7 @@ def _chart_gates(scans: dict[str, _Template], scope: str) -> list[Gate]:
                 queue.append((inc, rel))
     while queue:
         name, rel = queue.pop()
+        steps += 1
         got = reach.setdefault(name, [])
         if rel in got or len(got) >= MAX_SOURCES or name not in defines:
             continue
@@ -665,6 +671,7 @@ def _chart_gates(scans: dict[str, _Template], scope: str) -> list[Gate]:
     for rel, sc in scans.items():
         in_output = _outputs(rel)
         for seg, dot in sc.gates:
+            steps += 1 + len(seg.includes)
             doc_includes = [i for i in seg.includes if i in with_docs]
             if not seg.has_doc and not doc_includes:
                 continue
@@ -674,6 +681,7 @@ def _chart_gates(scans: dict[str, _Template], scope: str) -> list[Gate]:
             sources = tuple(reach.get(owner, [])) if owner is not None else (rel,)
             res = list(seg.kinds)
             for inc in doc_includes:
+                steps += len(kinds.get(inc, ()))
                 res += [k for k in kinds.get(inc, []) if k not in res]
             for key in expression_keys(seg.expr, dot=dot, variables=seg.variables.items(), scope=scope):
                 gates.append(
@@ -690,4 +698,4 @@ def _chart_gates(scans: dict[str, _Template], scope: str) -> list[Gate]:
                         scope,
                     )
                 )
-    return gates
+    return gates, steps

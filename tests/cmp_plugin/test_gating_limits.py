@@ -71,13 +71,10 @@ def baseline() -> float:
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_templates_scan_in_linear_time(name: str, baseline: float) -> None:
+def test_hostile_templates_scan_in_linear_time(name: str) -> None:
     make = HOSTILE[name]
     small, big = make(MB // 2), make(MB)
-    start = time.perf_counter()
     w_big = scan_template(big).work
-    took = time.perf_counter() - start
-    assert took <= 25 * baseline + 0.5, f"{name}: {took:.2f} s against a {baseline:.3f} s benign baseline"
     w_small = scan_template(small).work
     assert w_big <= 2.2 * w_small + 100, f"{name}: work {w_small} -> {w_big} when the input doubles"
 
@@ -111,11 +108,11 @@ def test_a_helmignored_hostile_template_is_never_read(tmp_path: Path, baseline: 
     assert scan.ignored == 1 and scan.templates == 0 and scan.work == 0
 
 
-def test_a_chain_of_named_templates_resolves_in_linear_time(tmp_path: Path, baseline: float) -> None:
-    chart = tmp_path / "c"
+def chain_chart(root: Path, n: int) -> Path:
+    """A chart whose ``n`` gates each include the head of a chain of ``n`` named templates."""
+    chart = root / f"c{n}"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
-    n = 20_000
     helpers = "".join(
         f'{{{{ define "d{i}" }}}}{{{{ include "d{i + 1}" . }}}}{{{{ end }}}}\n' for i in range(n)
     )
@@ -125,10 +122,15 @@ def test_a_chain_of_named_templates_resolves_in_linear_time(tmp_path: Path, base
         f'---\n{{{{ if .Values.k{i} }}}}\n{{{{ include "d0" . }}}}\n{{{{ end }}}}\n' for i in range(n)
     )
     (chart / "templates" / "use.yaml").write_text(uses)
-    start = time.perf_counter()
-    scan = scan_chart(chart)
-    assert time.perf_counter() - start <= 25 * baseline + 0.5
-    assert len(scan.gates) == n and scan.gates[0].resources == ("Deep",)
+    return chart
+
+
+def test_a_chain_of_named_templates_resolves_in_linear_time(tmp_path: Path) -> None:
+    n = 20_000
+    small, big = scan_chart(chain_chart(tmp_path, n // 2)), scan_chart(chain_chart(tmp_path, n))
+    assert len(big.gates) == n and big.gates[0].resources == ("Deep",)
+    # n gates over a chain of n templates: quadratic if each gate walked the chain again
+    assert big.work <= 2.2 * small.work + 100, f"work {small.work} -> {big.work} when the chart doubles"
 
 
 def test_set_values_and_chart_yaml_scale(baseline: float) -> None:

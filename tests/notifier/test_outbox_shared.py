@@ -78,10 +78,8 @@ def test_a_row_another_replica_holds_locked_is_skipped_not_waited_for(pg: PgServ
         [locked] = holder.execute(
             "SELECT id FROM messages ORDER BY created_at LIMIT 1 FOR UPDATE"
         ).fetchall()  # a replica in the middle of its claim transaction
-        start = time.monotonic()
-        got = b.claim_message()
+        got = b.claim_message()  # waiting for the lock would block here until the holder ends
         assert got is not None and got.id != locked[0]  # SKIP LOCKED: the other row, at once
-        assert time.monotonic() - start < 5
         assert b.claim_message() is None
     a.close()
     b.close()
