@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from standins.argo_api import FakeArgo
@@ -69,7 +70,8 @@ def test_it_starts_gunicorn_that_answers(tmp_path: Path, argo: FakeArgo) -> None
                     break
             except (requests.ConnectionError, requests.Timeout):  # a worker still booting
                 pass
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+            if proc.poll() is not None or time.monotonic() > deadline:  # exited, or never came up
+                pytest.fail((tmp_path / "log").read_text())
             time.sleep(0.1)
     finally:
         stop(proc)

@@ -54,10 +54,11 @@ def test_a_slow_receiver_does_not_hold_the_others(app: Flask, argo: FakeArgo, rx
 def test_retry_after_is_honoured(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
     drill_app(argo)
     rx.script("/slack", (429, "rate_limited", {"Retry-After": "30"}))
+    before = time.time()
     post(app.test_client(), notification())
     worker(app).run_once(wait=True)
     [pending] = outbox(app).messages("pending")
-    assert pending["next_at"] - time.time() > 25
+    assert pending["next_at"] - before > 25  # scheduled from the answer, which came after `before`
 
 
 def test_permanent_failure_and_old_messages_are_dead_lettered(
@@ -85,12 +86,13 @@ def test_permanent_failure_and_old_messages_are_dead_lettered(
 def test_argo_cd_down_keeps_the_notification_and_retries(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
     drill_app(argo)
     argo.fail_with = 503
+    before = time.time()
     post(app.test_client(), notification())
     worker(app).retry_base = 60.0  # a backoff longer than the pass: exactly one attempt in it
     worker(app).run_once()
     [row] = outbox(app).query("SELECT state, attempts, last_error, next_at FROM notifications")
     assert row["state"] == "pending" and row["attempts"] == 1 and "unreachable" in row["last_error"]
-    assert row["next_at"] > time.time() + 20  # retried later, with backoff
+    assert row["next_at"] > before + 20  # retried later, with backoff
     assert rx.captured == []
     argo.fail_with = None
     outbox(app).query("UPDATE notifications SET next_at=0")  # the backoff has passed
@@ -194,10 +196,13 @@ def test_retry_after_is_capped_and_never_past_the_dead_letter_window(
     drill_app(argo)
     w = worker(app)
     rx.script("/slack", (429, "rate_limited", {"Retry-After": "100000"}))
+    before = time.time()
     post(app.test_client(), notification())
     w.run_once(wait=True)
+    after = time.time()
     [pending] = outbox(app).messages("pending")
-    assert 250 < pending["next_at"] - time.time() <= 300  # DRIFTGUARD_NOTIFIER_MAX_RETRY_AFTER's default
+    # DRIFTGUARD_NOTIFIER_MAX_RETRY_AFTER's default (300 s) from the answer, between before and after
+    assert before + 250 < pending["next_at"] <= after + 300
     w.dead_letter_after = 60.0
     drill_app(argo, secret_changed=False)  # new drift, a new message to the same receiver
     rx.script("/feishu", (429, "rate_limited", {"Retry-After": "100000"}))

@@ -137,7 +137,8 @@ def test_an_episode_is_opened_once_when_replicas_see_the_drift_at_once(
             assert len(ids) == len(journals) and len(set(ids)) == 1, ids  # every replica added to one episode
             opens = [e for e in journals[0].episodes() if e["open"]]
             assert [e["id"] for e in opens] == [ids[0]]
-            assert journals[0].healed(report.app.key, at=time.time(), by="sync")
+            healed_at = time.time()
+            assert journals[0].healed(report.app.key, at=healed_at, by="sync")
             assert len(journals[0].episodes()) == round_ + 1
         for j in journals:
             j.outbox.close()
