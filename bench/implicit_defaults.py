@@ -101,8 +101,8 @@ def generate(chart: Path, charts: Path, values: str | None, mode: str, cache: st
 
 def in_process(chart: Path, values: str | None, cache: Path) -> tuple[float, float, float]:
     """CPU ms of the analysis, immune to other load: prepare cold, prepare warm (cached), classify."""
-    from cmp_plugin.chart_values import load_values
     from cmp_plugin.guards.implicit_defaults import classify, prepare
+    from cmp_plugin.helmchart.chart_values import load_values
     from cmp_plugin.scan import scan_stream
 
     supplied = [load_values((chart / values).read_text(), values)] if values else []

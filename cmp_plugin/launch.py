@@ -52,11 +52,11 @@ def main() -> None:
     """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin.
 
     With DRIFTGUARD_CMP_PRELOAD on, ``generate`` is first offered to the preload server
-    (cmp_plugin/preload.py), before this process limits itself: a server it starts must not
+    (cmp_plugin/preload/server.py), before this process limits itself: a server it starts must not
     inherit the one-render CPU limit.
     """
     if sys.argv[1:] == ["generate"] and os.environ.get("DRIFTGUARD_CMP_PRELOAD"):
-        from cmp_plugin import preload
+        from cmp_plugin.preload import server as preload
 
         if preload.enabled(os.environ):
             code = preload.run_preloaded(os.environ)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build driftguard-cmp's native front (cmp_plugin/native/front.c) and install it as ``driftguard-cmp``.
+"""Build driftguard-cmp's native front (cmp_plugin/preload/front.c) and install it as ``driftguard-cmp``.
 
 The front hands ``generate`` to the preload server without starting Python, and execs pip's
 ``driftguard-cmp-py`` (the same ``cmp_plugin.launch:main``) for everything else. It replaces pip's

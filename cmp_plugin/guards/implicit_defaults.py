@@ -11,8 +11,8 @@ Defaults are read wherever the chart keeps them: values.yaml, subcharts' default
 ``condition``, ``tags``, ``import-values``) and ``_internal*`` roots that the chart's own templates
 merge under ``.Values`` (Istio's ``_internal_defaults_do_not_set``).
 
-The template scan *proposes* (cmp_plugin.gating, gate_eval, chart_values: which keys could decide
-whole documents); helm *proves* (cmp_plugin.flip_proof: a render with the key flipped shows the
+The template scan *proposes* (cmp_plugin.helmchart.switches, gate_eval, chart_values: which keys could decide
+whole documents); helm *proves* (cmp_plugin.helmchart.flip_proof: a render with the key flipped shows the
 resource gone). Only proven keys are findings, each with exactly the resources its flip removes;
 every other key the scan saw is kept with its reason for ``render --explain``. In warn mode the
 guard prints one line per render; refuse and explicit-keys refuse with one line per key, naming
@@ -28,12 +28,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cmp_plugin import chart_values as cv
 from cmp_plugin.content_cache import cache_get, cache_put
-from cmp_plugin.flip_proof import PARALLEL, Flip, Proof, ProofRun, content_digest, render_kept
-from cmp_plugin.gate_eval import evaluate
-from cmp_plugin.gating import MAX_SOURCES, ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
+from cmp_plugin.helmchart import chart_values as cv
+from cmp_plugin.helmchart.flip_proof import PARALLEL, Flip, Proof, ProofRun, content_digest, render_kept
+from cmp_plugin.helmchart.switch_eval import evaluate
+from cmp_plugin.helmchart.switches import MAX_SOURCES, ROOT, ChartScan, Gate, scan_chart
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.renderers.helm import existing_values_files, set_values
 from driftguard.errors import GuardRefusal, InputError
@@ -349,7 +349,7 @@ def prove(
     prep: Prepared | None = None,
     budget: float | None = None,
 ) -> tuple[list[Finding], int]:
-    """The CANDIDATE keys proven by helm renders of ``job`` with them flipped (cmp_plugin.flip_proof):
+    """The CANDIDATE keys proven by helm renders of ``job`` with them flipped (cmp_plugin.helmchart.flip_proof):
     FINDING with exactly the kept resources a flip removes, or why not; and the renders run.
     ``run``: a proof started earlier (``begin``) over a superset of these candidates."""
     flips = flips_of(switches, prep, job.app_dir if prep is not None else None)

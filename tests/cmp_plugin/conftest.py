@@ -29,7 +29,7 @@ TOOL_DIRS = ":".join(
 )
 
 FRONT = Path(sys.executable).with_name("driftguard-cmp")
-"""The native front (cmp_plugin/native/front.c) that `make setup` installs as driftguard-cmp."""
+"""The native front (cmp_plugin/preload/front.c) that `make setup` installs as driftguard-cmp."""
 PYTHON_CALLER = [str(FRONT.with_name("driftguard-cmp-py"))]
 """pip's console script for the same command: what a pip-only install's driftguard-cmp is (never
 ``python -m``, which would put the working directory, the tenant's checkout, on sys.path)."""
@@ -113,7 +113,7 @@ def generate(repo: Path) -> Generate:
 def kill_preload_servers(root: Path) -> None:
     """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
 
-    A server lives as long as its socket (cmp_plugin/preload.py) and pytest keeps old temporary
+    A server lives as long as its socket (cmp_plugin/preload/server.py) and pytest keeps old temporary
     directories, so a test that started one must not leave it behind, whatever the test did.
     """
     marker = str(root).encode()
@@ -124,7 +124,7 @@ def kill_preload_servers(root: Path) -> None:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"cmp_plugin.preload" in argv and any(a.startswith(marker) for a in argv):
+        if b"cmp_plugin.preload.server" in argv and any(a.startswith(marker) for a in argv):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), signal.SIGKILL)
 

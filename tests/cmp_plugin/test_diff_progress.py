@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin.diffcmd import progress_reporter
+from cmp_plugin.prcheck.diffcmd import progress_reporter
 
 from .gitrepo import Repo, configmaps
 from .test_diff_like_with_like import application

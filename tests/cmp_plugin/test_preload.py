@@ -1,7 +1,7 @@
 """The preload server: a forked, preloaded ``generate`` is the same render, in the caller's process group.
 
 Every test runs the real console entry, both ways it is installed (``python -m cmp_plugin generate``
-and the native front cmp_plugin/native/front.c, the image's ``driftguard-cmp``), the way argocd-cmp-server
+and the native front cmp_plugin/preload/front.c, the image's ``driftguard-cmp``), the way argocd-cmp-server
 does: in a process group of its own within the same session (``Setpgid``), and kills that group
 when it is done with the command. The helm wrapper logs who started it and in which group.
 """
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cmp_plugin import preload
+from cmp_plugin.preload import server as preload
 from driftguard import env as dg_env
 
 from .conftest import cmp_env
