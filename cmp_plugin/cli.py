@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
             )
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
     except MemoryError:
-        # the cap set at start (launch.limit_resources): a clear refusal instead of the OOM killer
+        # the cap set at start (spawn.limit_resources): a clear refusal instead of the OOM killer
         sys.stderr.write(
             "driftguard: error: the render needed more memory than DRIFTGUARD_CMP_MAX_MEMORY allows; refusing it\n"
             "fix: make the chart or overlay smaller, or ask the platform team to raise DRIFTGUARD_CMP_MAX_MEMORY\n"
@@ -340,7 +340,7 @@ def cmd_set_image(args: argparse.Namespace) -> int:
 def cmd_hook(args: argparse.Namespace) -> int:
     from cmp_plugin.repotools.hooks import main as hook_main
 
-    return hook_main(list(args.hook_args))
+    return hook_main(list(args.hook_args), render=main)
 
 
 def cmd_plugin_yaml(args: argparse.Namespace) -> int:

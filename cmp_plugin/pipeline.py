@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cmp_plugin import confine, launch, policy
+from cmp_plugin import confine, paths, policy
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.renderers import RenderJob, choose
 from cmp_plugin.settings import CmpSettings
@@ -123,7 +123,7 @@ def _run(
         early.scratch_taken = True
         scratch = Path(early.scratch)
     else:
-        scratch = Path(launch.new_scratch(str(settings.scratch_root)))
+        scratch = Path(paths.new_scratch(str(settings.scratch_root)))
     ctx: GuardContext | None = None
     try:
         job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
@@ -221,4 +221,4 @@ def find_repo_root(app_dir: Path, source_path: str) -> Path:
     import os
 
     logical = os.path.normpath(app_dir if app_dir.is_absolute() else Path.cwd() / app_dir)
-    return Path(launch.repo_root(logical, source_path)).resolve()
+    return Path(paths.repo_root(logical, source_path)).resolve()

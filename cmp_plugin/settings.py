@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmp_plugin import launch
+from cmp_plugin import paths
 from driftguard.env import boolean, from_env, positive, secret
 from driftguard.errors import ConfigError
 
@@ -88,8 +88,8 @@ class CmpSettings(NamedTuple):
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
         env = os.environ if environ is None else environ
         kwargs = from_env(env, ENV)
-        kwargs.setdefault("scratch_root", Path(launch.scratch_root(env)))
-        kwargs.setdefault("cache_dir", Path(launch.cache_dir(env)))
+        kwargs.setdefault("scratch_root", Path(paths.scratch_root(env)))
+        kwargs.setdefault("cache_dir", Path(paths.cache_dir(env)))
         # relative paths resolve against the working directory, the tenant's checkout: a launch
         # plan or baseline committed there would be trusted as the plugin's own
         for name, key in (

@@ -57,7 +57,7 @@ extern char **environ;
 #define HANDSHAKE_TIMEOUT_S 2                /* preload.HANDSHAKE_TIMEOUT */
 #define MAX_REQUEST (4u << 20)               /* preload.MAX_REQUEST */
 #define FIRST_CHUNK 65536                    /* the part of the request sent with the descriptors */
-#define PYTHON_COMMAND "driftguard-cmp-py"   /* pip's console script for cmp_plugin.launch:main */
+#define PYTHON_COMMAND "driftguard-cmp-py"   /* pip's console script for cmp_plugin.__main__:main */
 #ifndef PYTHON_COMMAND_PATH                  /* its absolute path, given by scripts/build_front.py */
 #define PYTHON_COMMAND_PATH ""
 #endif

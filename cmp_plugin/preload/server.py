@@ -74,7 +74,7 @@ def enabled(environ: Mapping[str, str]) -> bool:
 
 def _socket_path(environ: Mapping[str, str]) -> str | None:
     """The socket path when the cache directory is ours and private; None otherwise (no preloading)."""
-    from cmp_plugin.launch import cache_dir
+    from cmp_plugin.paths import cache_dir
 
     cache = cache_dir(environ)
     if not os.path.isabs(cache):
@@ -219,7 +219,7 @@ def _start_server(path: str, environ: Mapping[str, str]) -> None:
     """
     import time
 
-    from cmp_plugin.launch import open_private, write_private
+    from cmp_plugin.paths import open_private, write_private
     from cmp_plugin.sandbox import available
 
     if not available():
@@ -290,6 +290,14 @@ def _warm() -> None:
     import resource  # noqa: F401
 
     import yaml  # noqa: F401
+
+    import cmp_plugin.cli
+    import cmp_plugin.guards
+    import cmp_plugin.guards.implicit_defaults
+    import cmp_plugin.helmchart.schema_refs
+    import cmp_plugin.pipeline
+    import cmp_plugin.render_log
+    import cmp_plugin.renderers  # noqa: F401
 
 
 def _changed(files: dict[str, int]) -> bool:
@@ -592,7 +600,7 @@ def _child(conn: Socket) -> None:
         conn.settimeout(None)
     except Exception:  # a broken request: the caller renders in-process
         os._exit(1)
-    from cmp_plugin import cli, launch
+    from cmp_plugin import cli, launch, spawn
 
     def report(code: int) -> None:
         try:
@@ -600,7 +608,7 @@ def _child(conn: Socket) -> None:
         except OSError:
             pass
 
-    launch.limit_resources(sys.argv[1:], os.environ)
+    spawn.limit_resources(sys.argv[1:], os.environ)
     early = launch.early_start(sys.argv[1:], os.environ)
     try:
         cli.run(early=early, report=report)  # exits the process itself

@@ -20,7 +20,7 @@ from driftguard.diff import escape
 from driftguard.errors import DriftguardError
 
 if TYPE_CHECKING:
-    from cmp_plugin.repotools.codify import Render, Workspace
+    from cmp_plugin.repotools.codify_workspace import Render, Workspace
 
 __all__ = ["Edit", "candidates"]
 
@@ -34,7 +34,7 @@ class Edit(NamedTuple):
 
 def candidates(ws: Workspace, before: Render, change: Change) -> Iterator[Edit | str]:
     """Candidate edits, best first; a string is a reason the search stops there."""
-    from cmp_plugin.repotools.codify import find_key
+    from cmp_plugin.repotools.codify_workspace import find_key
 
     key = find_key(before, change)
     obj = before.objects[key]
@@ -272,7 +272,7 @@ def _patch(
     """A JSON 6902 patch file in the overlay (one per resource), listed under ``patches:``."""
     import yaml
 
-    from cmp_plugin.repotools.codify import expected_value
+    from cmp_plugin.repotools.codify_workspace import expected_value
     from driftguard.manifests import safe_load
 
     name = re.sub(r"[^a-z0-9.-]+", "-", f"codify-{key.kind}-{key.name}".lower()) + ".yaml"
@@ -323,7 +323,7 @@ def _ptr(parts: list[str]) -> str:
 def _directory(
     ws: Workspace, before: Render, key: Any, obj: Any, parts: list[str], wanted: Any
 ) -> Iterator[Edit | str]:
-    from cmp_plugin.repotools.codify import expected_value
+    from cmp_plugin.repotools.codify_workspace import expected_value
     from driftguard.manifests import load_stream, resource_key
 
     source = before.sources.get(key, "")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from cmp_plugin.settings import CmpSettings
@@ -74,7 +75,8 @@ def repo_root() -> Path:
     return Path(out.stdout.strip())
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], *, render: Callable[[list[str]], int]) -> int:
+    """One hook; ``render`` runs a ``driftguard-cmp`` command line (the CLI passes its own ``main``)."""
     if not argv or argv[0] not in ("stray", "gitignore", "render"):
         print("usage: driftguard-cmp hook stray|gitignore|render [FILES...]", file=sys.stderr)
         return 2
@@ -96,12 +98,10 @@ def main(argv: list[str]) -> int:
                 f"driftguard: {probe} would not be ignored: add helm-rendered/, kustomize-build/, *.local.yaml to .gitignore"
             )
         return 1 if missing else 0
-    from cmp_plugin.cli import main as cli_main
-
     failed = 0
     for app in app_dirs_of(files, repo):
         if stray([app], settings.stray_patterns):
             continue  # the stray hook names these
-        code = cli_main(["render", str(repo / app)])
+        code = render(["render", str(repo / app)])
         failed = failed or code
     return 1 if failed else 0

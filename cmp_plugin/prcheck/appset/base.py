@@ -8,6 +8,7 @@ saw and left out (``Dropped``: excluded, selector) for the same reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,6 +25,7 @@ __all__ = [
     "Dropped",
     "Generated",
     "Generator",
+    "Nested",
     "Origin",
     "Params",
 ]
@@ -118,11 +120,20 @@ class Context:
             )
 
 
+Nested = Callable[[Any], list[Generated]]
+"""Expands one child generator entry (matrix and merge): transform.py passes it in."""
+
+
 class Generator(Protocol):
-    """One generator kind (the key under ``spec.generators[]``)."""
+    """One generator kind (the key under ``spec.generators[]``), registered in generators.py."""
 
     name: str
+    takes_values: bool
+    """Whether the generator has a ``values`` field merged into each parameter set (Argo CD's
+    cluster, git, scmProvider, pullRequest, clusterDecisionResource and plugin generators do;
+    list, matrix and merge do not: applicationset/utils ``appendTemplatedValues``' callers)."""
 
-    def generate(self, spec: dict[str, Any], ctx: Context) -> list[Generated]:
-        """Parameter sets for ``spec`` (the value under this generator's key), before selector."""
+    def generate(self, spec: dict[str, Any], ctx: Context, *, nested: Nested) -> list[Generated]:
+        """Parameter sets for ``spec`` (the value under this generator's key), before selector;
+        ``nested`` expands a child generator entry (only matrix and merge have children)."""
         ...

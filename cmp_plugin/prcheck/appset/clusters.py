@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cmp_plugin.prcheck.appset.base import AppSetError, Cluster, Context, Generated, Origin, Params
+from cmp_plugin.prcheck.appset.base import AppSetError, Cluster, Context, Generated, Nested, Origin, Params
 from cmp_plugin.prcheck.appset.template import sanitize_name
 from cmp_plugin.prcheck.appset.values import selector_matches
 from driftguard.errors import DriftguardError
@@ -55,8 +55,11 @@ def load_clusters(path: Path) -> list[Cluster]:
 
 class ClustersGenerator:
     name = "clusters"
+    takes_values = True
 
-    def generate(self, spec: dict[str, Any], ctx: Context) -> list[Generated]:
+    def generate(
+        self, spec: dict[str, Any], ctx: Context, *, nested: Nested | None = None
+    ) -> list[Generated]:
         if ctx.clusters is None:
             raise ctx.fail("a clusters generator needs the clusters Argo CD knows: pass --clusters FILE")
         if spec.get("flatList"):

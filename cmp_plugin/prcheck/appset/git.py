@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cmp_plugin.confine import inside
-from cmp_plugin.prcheck.appset.base import Context, Dropped, Generated, Origin, Params
+from cmp_plugin.prcheck.appset.base import Context, Dropped, Generated, Nested, Origin, Params
 from cmp_plugin.prcheck.appset.gofmt import flatten, format_v, path_match
 from cmp_plugin.prcheck.appset.template import sanitize_name
 from driftguard.errors import DriftguardError
@@ -43,8 +43,11 @@ def normalize_url(url: str) -> str:
 
 class GitGenerator:
     name = "git"
+    takes_values = True
 
-    def generate(self, spec: dict[str, Any], ctx: Context) -> list[Generated]:
+    def generate(
+        self, spec: dict[str, Any], ctx: Context, *, nested: Nested | None = None
+    ) -> list[Generated]:
         url = str(spec.get("repoURL") or "")
         if normalize_url(url) not in ctx.repo_urls:
             known = ", ".join(sorted(ctx.repo_urls)) or "none (no --repo-url and no git remote)"

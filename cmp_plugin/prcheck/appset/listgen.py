@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cmp_plugin.prcheck.appset.base import Context, Generated, Origin
+from cmp_plugin.prcheck.appset.base import Context, Generated, Nested, Origin
 from driftguard.manifests import safe_load
 
 __all__ = ["ListGenerator"]
@@ -17,8 +17,11 @@ __all__ = ["ListGenerator"]
 
 class ListGenerator:
     name = "list"
+    takes_values = False
 
-    def generate(self, spec: dict[str, Any], ctx: Context) -> list[Generated]:
+    def generate(
+        self, spec: dict[str, Any], ctx: Context, *, nested: Nested | None = None
+    ) -> list[Generated]:
         elements = spec.get("elements") or []
         if not isinstance(elements, list):
             raise ctx.fail("list.elements must be a list")

@@ -10,25 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 from cmp_plugin.prcheck.appset import template
-from cmp_plugin.prcheck.appset.base import Context, Generated
+from cmp_plugin.prcheck.appset.base import Context, Generated, Nested
 
 __all__ = ["MatrixGenerator"]
 
 
 class MatrixGenerator:
     name = "matrix"
+    takes_values = False
 
-    def generate(self, spec: dict[str, Any], ctx: Context) -> list[Generated]:
-        from cmp_plugin.prcheck.appset.transform import transform
-
+    def generate(self, spec: dict[str, Any], ctx: Context, *, nested: Nested) -> list[Generated]:
         children = spec.get("generators") or []
         if not isinstance(children, list) or len(children) != 2:
             raise ctx.fail("a matrix generator needs exactly two child generators")
         out = []
-        firsts = transform(children[0], ctx, nested=True)
+        firsts = nested(children[0])
         specs = template.render_each(children[1], [f.params for f in firsts], ctx)
         for first, second_spec in zip(firsts, specs, strict=True):
-            for second in transform(second_spec, ctx, nested=True):
+            for second in nested(second_spec):
                 if ctx.go_template:  # mergo: the second's, overridden by the first's
                     params = deep_merge(second.params, first.params)
                 else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmp_plugin.prcheck.appset.base import Context, Generated
+from cmp_plugin.prcheck.appset.base import Context, Generated, Nested
 from cmp_plugin.prcheck.appset.matrix import deep_merge
 
 __all__ = ["MergeGenerator"]
@@ -16,17 +16,16 @@ __all__ = ["MergeGenerator"]
 
 class MergeGenerator:
     name = "merge"
+    takes_values = False
 
-    def generate(self, spec: dict[str, Any], ctx: Context) -> list[Generated]:
-        from cmp_plugin.prcheck.appset.transform import transform
-
+    def generate(self, spec: dict[str, Any], ctx: Context, *, nested: Nested) -> list[Generated]:
         children = spec.get("generators") or []
         keys = [str(k) for k in spec.get("mergeKeys") or []]
         if not isinstance(children, list) or len(children) < 2:
             raise ctx.fail("a merge generator needs at least two child generators")
         if not keys:
             raise ctx.fail("a merge generator needs mergeKeys")
-        base = transform(children[0], ctx, nested=True)
+        base = nested(children[0])
         index: dict[tuple[str, ...], Generated] = {}
         for g in base:
             k = _key(g, keys)
@@ -35,7 +34,7 @@ class MergeGenerator:
             index[k] = g
         for child in children[1:]:
             seen: set[tuple[str, ...]] = set()
-            for g in transform(child, ctx, nested=True):
+            for g in nested(child):
                 k = _key(g, keys)
                 if k in seen:
                     raise ctx.fail(f"merge: a child generator yields duplicate mergeKeys values {list(k)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmp_plugin.prcheck.appset.base import Context, Dropped, Generated
+from cmp_plugin.prcheck.appset.generators import GENERATORS
 from cmp_plugin.prcheck.appset.values import apply_values, describe_selector, selector_matches
 
 __all__ = ["UNSUPPORTED", "generator_key", "transform"]
@@ -18,8 +19,6 @@ UNSUPPORTED = ("scmProvider", "pullRequest", "clusterDecisionResource", "plugin"
 
 
 def generator_key(entry: Any, ctx: Context) -> str:
-    from cmp_plugin.prcheck.appset import GENERATORS
-
     if not isinstance(entry, dict):
         raise ctx.fail("every entry of spec.generators must be a map")
     keys = [k for k in entry if k not in ("selector", "template", "values")]
@@ -38,15 +37,14 @@ def generator_key(entry: Any, ctx: Context) -> str:
 
 def transform(entry: Any, ctx: Context, *, nested: bool = False) -> list[Generated]:
     """Parameter sets of one generator entry; ``nested`` for matrix and merge children."""
-    from cmp_plugin.prcheck.appset import GENERATORS
-
     key = generator_key(entry, ctx)
     spec = entry[key]
     if not isinstance(spec, dict):
         raise ctx.fail(f"generator {key} must be a map")
-    generated = GENERATORS[key].generate(spec, ctx)
+    generator = GENERATORS[key]
+    generated = generator.generate(spec, ctx, nested=lambda child: transform(child, ctx, nested=True))
     ctx.check_sets(len(generated), key)
-    if key not in ("list", "matrix", "merge"):  # the generators with a `values` field (utils.go)
+    if generator.takes_values:
         generated = apply_values(generated, spec.get("values"), ctx)
     selector = entry.get("selector")
     if not selector:
