@@ -18,14 +18,15 @@ def main() -> None:
     """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin.
 
     With DRIFTGUARD_CMP_PRELOAD on, ``generate`` is first offered to the preload server
-    (cmp_plugin/preload/server.py), before this process limits itself: a server it starts must not
+    (cmp_plugin/preload), before this process limits itself: a server it starts must not
     inherit the one-render CPU limit.
     """
     if sys.argv[1:] == ["generate"] and os.environ.get("DRIFTGUARD_CMP_PRELOAD"):
-        from cmp_plugin.preload import server as preload
+        from cmp_plugin.preload.client import run_preloaded
+        from cmp_plugin.preload.protocol import enabled
 
-        if preload.enabled(os.environ):
-            code = preload.run_preloaded(os.environ)
+        if enabled(os.environ):
+            code = run_preloaded(os.environ)
             if code is not None:
                 sys.stderr.flush()
                 os._exit(code)

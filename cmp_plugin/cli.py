@@ -90,7 +90,7 @@ def run(*, early: Early | None = None, report: Callable[[int], None] | None = No
         code = code or EXIT_ERROR
     with contextlib.suppress(BrokenPipeError):
         sys.stderr.flush()
-    if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload/server.py)
+    if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload)
         # the command's streams are let go first: whoever reads them (argocd-cmp-server) sees
         # their end when the caller exits, not after this process has torn its memory down too
         # (/dev/null in their place: a thread left behind can never write into a reused fd)

@@ -20,7 +20,7 @@ the child), so the plugin keeps its own access (the cache, the baselines) and th
   it cannot kill the preload server to take its place.
 
 Where the kernel offers no Landlock, ``available()`` is False and the preload server is not used
-(cmp_plugin/preload/server.py): nothing would keep a tool from replacing it.
+(cmp_plugin/preload): nothing would keep a tool from replacing it.
 """
 
 from __future__ import annotations

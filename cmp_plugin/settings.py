@@ -74,7 +74,7 @@ class CmpSettings(NamedTuple):
     tool_write_paths: str = ""
     """Extra directories render tools may write under Landlock (DRIFTGUARD_CMP_TOOL_WRITE_PATHS, colon-separated)."""
     preload: bool = False
-    """Fork each ``generate`` from a preloaded server (DRIFTGUARD_CMP_PRELOAD; cmp_plugin/preload/server.py): on in the sidecar manifests."""
+    """Fork each ``generate`` from a preloaded server (DRIFTGUARD_CMP_PRELOAD; cmp_plugin/preload): on in the sidecar manifests."""
     helm_repositories: str = ""
     """helm's repositories.yaml mounted by the platform (DRIFTGUARD_CMP_HELM_REPOSITORIES): credentials per chart repository URL, names for @name dependencies."""
     helm_registry_config: str = ""

@@ -3,9 +3,9 @@
  *
  * On this project's benchmark machine a Python interpreter takes ~25 ms to start before it runs a
  * line (~10 ms in the image's optimised build), and with the preload server on (cmp_plugin/
- * preload.py) that start-up was the largest part of what driftguard adds to a small chart's render.
+ * preload/) that start-up was the largest part of what driftguard adds to a small chart's render.
  * This program is the client half of the preload protocol and nothing else: it is
- * cmp_plugin.preload.server.run_preloaded written without an interpreter, byte for byte the same request,
+ * cmp_plugin.preload.client.run_preloaded written without an interpreter, byte for byte the same request,
  * the same checks in the same order. (One difference: the environment is exactly the one Argo CD
  * gave; a Python caller sends LC_CTYPE=C.UTF-8 too where the locale was C, its own PEP 538
  * coercion, which no render reads: cmp_plugin/process.py passes tools a fixed set of variables.) Whatever it does not handle it hands to the Python command,
@@ -52,10 +52,10 @@
 
 extern char **environ;
 
-#define MAGIC "driftguard-preload 1"         /* preload.MAGIC */
-#define SOCKET_NAME "preload.sock"           /* preload.SOCKET_NAME */
-#define HANDSHAKE_TIMEOUT_S 2                /* preload.HANDSHAKE_TIMEOUT */
-#define MAX_REQUEST (4u << 20)               /* preload.MAX_REQUEST */
+#define MAGIC "driftguard-preload 1"         /* protocol.MAGIC */
+#define SOCKET_NAME "preload.sock"           /* protocol.SOCKET_NAME */
+#define HANDSHAKE_TIMEOUT_S 2                /* protocol.HANDSHAKE_TIMEOUT */
+#define MAX_REQUEST (4u << 20)               /* protocol.MAX_REQUEST */
 #define FIRST_CHUNK 65536                    /* the part of the request sent with the descriptors */
 #define PYTHON_COMMAND "driftguard-cmp-py"   /* pip's console script for cmp_plugin.__main__:main */
 #ifndef PYTHON_COMMAND_PATH                  /* its absolute path, given by scripts/build_front.py */
@@ -110,7 +110,7 @@ static void to_python(int in_process) {
     fail("cannot run driftguard-cmp-py: ", strerror(errno));
 }
 
-/* preload.enabled: the words settings.boolean reads as true, surrounding whitespace ignored. */
+/* protocol.enabled: the words settings.boolean reads as true, surrounding whitespace ignored. */
 static int enabled(void) {
     const char *v = getenv("DRIFTGUARD_CMP_PRELOAD");
     if (v == NULL) {
@@ -132,7 +132,7 @@ static int enabled(void) {
     return 0;
 }
 
-/* launch.cache_dir + preload._socket_path: 0 and the path when the directory is ours and private. */
+/* paths.cache_dir + protocol.socket_path: 0 and the path when the directory is ours and private. */
 static int socket_path(char *out, size_t size) {
     const char *cache = getenv("DRIFTGUARD_CMP_CACHE_DIR");
     char buf[PATH_MAX];
@@ -191,7 +191,7 @@ static int plain_environment(size_t count) {
     return ok;
 }
 
-/* preload.encode_request: a 4-byte big-endian length, then MAGIC, umask, pgid, K=V..., NUL-separated. */
+/* protocol.encode_request: a 4-byte big-endian length, then MAGIC, umask, pgid, K=V..., NUL-separated. */
 static char *encode_request(size_t count, size_t *length) {
     mode_t mask = umask(0);
     umask(mask);

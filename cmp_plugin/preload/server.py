@@ -1,38 +1,7 @@
-"""The preloaded renderer: ``generate`` forked from a process that has already imported the plugin.
+"""The preload server: imports the plugin once, then forks children ahead that each take one render.
 
-A small chart renders with helm in ~70 ms; before this, ``driftguard-cmp generate`` spent about as
-long again starting Python and importing the plugin (~20 ms interpreter, ~70 ms of imports: CPU
-time on the render's critical path, measured with bench/real_charts.py). With
-``DRIFTGUARD_CMP_PRELOAD=on`` (the shipped sidecar manifests set it) the first ``generate`` starts a
-*preload server* beside the cache (``$DRIFTGUARD_CMP_CACHE_DIR/preload.sock``) and renders as usual;
-every later ``generate`` connects to a child the server has forked ahead (it waits in accept(),
-every module loaded; the server forks the next as soon as one takes a connection, so the fork is
-never on a render's path). The child then becomes this render completely:
-
-- it joins the calling command's process group, so argocd-cmp-server's kill of that group on
-  timeout or after the command (``cmpserver/plugin/plugin.go``, runCommand) reaches it and its
-  tools as before;
-- it takes the caller's stdin/stdout/stderr and working directory as file descriptors
-  (SCM_RIGHTS), its umask and its whole environment, and sets its own resource limits;
-- it runs the same code as an in-process render (launch plan, guards, everything) and sends back
-  the exit code, which the caller exits with.
-
-What a tenant controls never reaches the server: it only forks the children that accept. The request
-(environment, file descriptors) is read by the child, after the fork, so no tenant's bytes are ever
-in the state the next render starts from. The server starts with the sidecar's environment minus
-Argo CD's per-app variables, from ``/``, with ``-P`` (no checkout on ``sys.path``). Both ends check
-the peer's uid (SO_PEERCRED); the socket lives in the cache directory, which must be a directory
-of this uid that nobody else can write.
-
-Anything unexpected before the child has said it runs the render (no server, a stale socket, a
-server of another uid, a server whose code changed on disk, a child that cannot join the group, a
-slow answer, a full backlog) makes the caller render in-process, as without preloading; so
-preloading can make a render faster, never fail. A new server is started only when nobody listens
-on the socket (a busy one is left alone) or when the one there is of another session (started by
-a ``generate`` run by hand, in a ``kubectl exec``): no child of it could join argocd-cmp-server's
-process groups, so it would serve nothing. An exception the render does not catch ends the child
-as it ends the interpreter: the traceback, then exit 1. The caller imports only ``os``, ``sys``
-and ``_socket``.
+Started by the client (``python -P -m cmp_plugin.preload.server SOCKET``) when nobody listens on
+the socket; the protocol is in protocol.py, the whole design in this package's docstring.
 """
 
 from __future__ import annotations
@@ -40,241 +9,29 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False  # see launch.py: this runs before anything else is imported
+from cmp_plugin.preload.protocol import (
+    GO,
+    HELLO,
+    MAX_REQUEST,
+    NOT_READY,
+    OWN,
+    PER_APP,
+    READY,
+    REQUEST_TIMEOUT,
+    STARTING,
+    decode_request,
+    peer_uid,
+    recv_exact,
+)
+
+TYPE_CHECKING = False  # see cmp_plugin/launch.py: this runs before anything else is imported
 if TYPE_CHECKING:
     import socket as socket_module
     from _socket import socket as Socket
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["SOCKET_NAME", "decode_request", "enabled", "encode_request", "run_preloaded", "serve"]
-
-SOCKET_NAME = "preload.sock"
-STARTING = "preload.starting"
-MAGIC = b"driftguard-preload 1"
-HELLO, GO, READY, NOT_READY = b"H", b"G", b"R", b"N"
-HANDSHAKE_TIMEOUT = 2.0
-"""Seconds the caller waits for the child's HELLO, then for its READY, before rendering in-process."""
-REQUEST_TIMEOUT = 10.0
-MAX_REQUEST = 4 << 20
-"""The environment Argo CD passes is bounded by the kernel's ARG_MAX (2 MiB on Linux); twice that."""
-TRUE = ("1", "true", "yes", "on")
-"""The words settings.boolean reads as true; anything else is off here, and the settings report it."""
-# variables set per Application by argocd-cmp-server (ARGOCD_APP_*, ARGOCD_ENV_* from plugin.env,
-# PARAM_*): never in the server's own environment (docs/user-guide/build-environment.md upstream)
-_PER_APP = ("ARGOCD_", "PARAM_", "KUBE_VERSION", "KUBE_API_VERSIONS")
-# what a Python process may add to its own environment at start (PEP 538's locale coercion): the
-# native front, a C program, never has it; the child keeps the server's
-_OWN = frozenset({"LC_CTYPE"})
-
-
-def enabled(environ: Mapping[str, str]) -> bool:
-    return environ.get("DRIFTGUARD_CMP_PRELOAD", "").strip().lower() in TRUE
-
-
-def _socket_path(environ: Mapping[str, str]) -> str | None:
-    """The socket path when the cache directory is ours and private; None otherwise (no preloading)."""
-    from cmp_plugin.paths import cache_dir
-
-    cache = cache_dir(environ)
-    if not os.path.isabs(cache):
-        return None  # inside the checkout: the settings refuse it (cmp_plugin/settings.py)
-    try:
-        info = os.lstat(cache)
-    except FileNotFoundError:
-        try:
-            os.makedirs(cache, mode=0o700, exist_ok=True)
-            info = os.lstat(cache)
-        except OSError:
-            return None
-    except OSError:
-        return None
-    import stat
-
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        return None
-    path = os.path.join(cache, SOCKET_NAME)
-    return path if len(os.fsencode(path)) < 100 else None  # sun_path is 108 bytes
-
-
-def _peer(sock: Socket) -> tuple[int, int]:
-    """(pid, uid) of the process at the other end (SO_PEERCRED)."""
-    import _socket
-
-    cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
-    return int.from_bytes(cred[0:4], sys.byteorder), int.from_bytes(cred[4:8], sys.byteorder)
-
-
-def _peer_uid(sock: Socket) -> int:
-    return _peer(sock)[1]
-
-
-def encode_request(umask: int, pgid: int, environ: Mapping[str, str]) -> bytes:
-    """The request after the fds: a length, then NUL-separated fields (no NUL is ever in a variable)."""
-    fields = [MAGIC, b"%d" % umask, b"%d" % pgid]
-    fields += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in environ.items()]
-    data = b"\0".join(fields)
-    return len(data).to_bytes(4, "big") + data
-
-
-def decode_request(body: bytes) -> tuple[int, int, dict[str, str]]:
-    """(umask, pgid, environment) from a request body without its length; ValueError when malformed."""
-    fields = body.split(b"\0")
-    if fields[0] != MAGIC or len(fields) < 3:
-        raise ValueError("not a preload request")
-    env = {}
-    for item in fields[3:]:
-        key, sep, value = item.partition(b"=")
-        if not sep or not key:
-            raise ValueError("a malformed variable")
-        env[os.fsdecode(key)] = os.fsdecode(value)
-    return int(fields[1]), int(fields[2]), env
-
-
-def run_preloaded(environ: Mapping[str, str]) -> int | None:
-    """Render through the preload server: the exit code, or None to render in-process (never raises)."""
-    import _socket
-
-    path = _socket_path(environ)
-    if path is None:
-        return None
-    try:
-        for fd in (0, 1, 2):
-            os.fstat(fd)
-    except OSError:  # a closed one: the socket would take its number and be sent as the render's stdio
-        return None
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    cwd = -1
-    committed = False
-    try:
-        sock.settimeout(HANDSHAKE_TIMEOUT)
-        try:
-            sock.connect(path)
-        except (BlockingIOError, TimeoutError):  # a full backlog (EAGAIN): busy, not gone
-            return None
-        except OSError:  # no server yet, a socket left by one that is gone, a file in its place
-            _start_server(path, environ)
-            return None
-        pid, uid = _peer(sock)
-        if uid != os.geteuid() or pid <= 0:
-            # someone else's socket, or a server in another PID namespace (a cache directory
-            # shared with another container, whose plugin may be another version): send it nothing
-            return None
-        if os.getsid(pid) != os.getsid(0):
-            # a server started from another session (generate run by hand in a kubectl exec): no
-            # child of it can join a group of this session, so it could never serve these
-            # commands; one started from here replaces it (it exits when its socket is gone)
-            _start_server(path, environ)
-            return None
-        if _recv_exact(sock, 1) != HELLO:
-            # no child took the connection (a server that is stopped or gone): the descriptors are
-            # not sent, since a connection waiting in a backlog would hold this command's stdout open
-            return None
-        cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        umask = os.umask(0)
-        os.umask(umask)
-        body = encode_request(umask, os.getpgrp(), environ)
-        if len(body) - 4 > MAX_REQUEST:  # the server's bound: the body after its length
-            return None
-        fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, cwd))
-        sent = sock.sendmsg([body[:65536]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-        sock.sendall(body[sent:])
-        if _recv_exact(sock, 1) != READY:
-            return None  # the child could not take the render over: nothing has run
-        sock.sendall(GO)
-        committed = True  # from here the render is the child's; argocd-cmp-server times it
-        sock.settimeout(None)
-        code = _recv_exact(sock, 1)
-        if len(code) == 1:
-            return code[0]
-    except OSError:  # before GO (a timeout, a reset): render in-process; after GO: the child failed
-        if not committed:
-            return None
-    finally:
-        sock.close()
-        if cwd >= 0:
-            os.close(cwd)
-    sys.stderr.write("driftguard: error: the preloaded render process ended without an exit code\n")
-    return 2
-
-
-def _recv_exact(sock: Socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def _start_server(path: str, environ: Mapping[str, str]) -> None:
-    """Start the preload server in the background (errors are ignored); back off while starts fail.
-
-    The marker ``preload.starting`` holds how many starts have not come up (the server removes it
-    once it listens). The next start waits 30 s after one, doubling up to an hour: every server
-    that dies becomes a zombie under argocd-cmp-server (PID 1 there reaps nothing), so a start that
-    keeps failing must not cost one process every 30 s. The expired marker is claimed by an atomic
-    rename: of several renders arriving together, one starts the server.
-    """
-    import time
-
-    from cmp_plugin.paths import open_private, write_private
-    from cmp_plugin.sandbox import available
-
-    if not available():
-        return  # without Landlock nothing keeps a render's tool from replacing it (sandbox.py)
-    cache = os.path.dirname(path)
-    marker = os.path.join(cache, STARTING)
-    attempts = 0
-    try:
-        info = os.lstat(marker)
-    except FileNotFoundError:
-        info = None
-    except OSError:
-        return
-    if info is not None:
-        try:
-            attempts = max(1, int(open_private(marker, 32) or b"1"))
-        except ValueError:
-            attempts = 1
-        if time.time() - info.st_mtime < min(30 * 2 ** (attempts - 1), 3600):
-            return  # one is starting, or starts keep failing: this render goes in-process
-        claim = f"{marker}.{os.getpid()}.claim"
-        try:
-            os.rename(marker, claim)  # only one of the renders that found it expired gets it
-        except OSError:
-            return
-        try:
-            os.unlink(claim)
-        except OSError:
-            pass
-    try:
-        if info is None:
-            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, b"1")
-            finally:
-                os.close(fd)
-        else:
-            write_private(marker, b"%d" % (attempts + 1))
-    except OSError:  # another render created it first (it starts the server), or no space
-        return
-    try:
-        env = {k: v for k, v in environ.items() if not k.startswith(_PER_APP)}
-        out = os.open(os.devnull, os.O_RDWR)
-        try:
-            os.posix_spawn(
-                sys.executable,
-                [sys.executable, "-P", "-m", "cmp_plugin.preload.server", path],
-                env,
-                file_actions=[(os.POSIX_SPAWN_DUP2, out, fd) for fd in (0, 1, 2)],
-                setpgroup=0,  # not the caller's group: argocd-cmp-server kills that after each command
-            )
-        finally:
-            os.close(out)
-    except OSError:
-        pass
+__all__ = ["serve"]
 
 
 # --- the server (imports freely: it starts once) -------------------------------------------------
@@ -348,7 +105,7 @@ def serve(path: str) -> None:
     code = _code_files()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     # beside the socket (os.replace is atomic within a directory) and no longer than its name:
-    # every path _socket_path accepts must also fit here, in sun_path's 108 bytes
+    # every path socket_path accepts must also fit here, in sun_path's 108 bytes
     tmp = os.path.join(os.path.dirname(path), f"{os.getpid():x}.tmp")
     try:
         os.unlink(tmp)
@@ -440,7 +197,7 @@ def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int,
             os.write(tell, b"s" if stale else b"a")
             os.close(tell)
             listener.close()
-            if stale or os.getppid() != server or _peer_uid(conn) != os.geteuid():
+            if stale or os.getppid() != server or peer_uid(conn) != os.geteuid():
                 # changed code, a server that is gone (this child is an orphan: the next render
                 # finds nobody listening and starts a new one), or someone else: no HELLO, and the
                 # caller renders in-process
@@ -540,8 +297,8 @@ def _same_sidecar(env: Mapping[str, str]) -> bool:
     (cmpserver/plugin/plugin.go ``generateManifest``: ``os.Environ()`` + the request's env), so a
     real caller always matches; anything else renders in its own process, as without a server.
     """
-    own = {k: v for k, v in os.environ.items() if not k.startswith(_PER_APP) and k not in _OWN}
-    return own == {k: v for k, v in env.items() if not k.startswith(_PER_APP) and k not in _OWN}
+    own = {k: v for k, v in os.environ.items() if not k.startswith(PER_APP) and k not in OWN}
+    return own == {k: v for k, v in env.items() if not k.startswith(PER_APP) and k not in OWN}
 
 
 def _child(conn: Socket) -> None:
@@ -588,14 +345,14 @@ def _child(conn: Socket) -> None:
         os.umask(umask)
         # the sidecar's settings are this process's own (_same_sidecar): only the per-app
         # variables change, in place (every putenv/unsetenv costs)
-        for key in [k for k in os.environ if k.startswith(_PER_APP) and k not in env]:
+        for key in [k for k in os.environ if k.startswith(PER_APP) and k not in env]:
             del os.environ[key]
         for key, value in env.items():
-            if key.startswith(_PER_APP) and os.environ.get(key) != value:
+            if key.startswith(PER_APP) and os.environ.get(key) != value:
                 os.environ[key] = value
         sys.argv = ["driftguard-cmp", "generate"]
         conn.sendall(READY)
-        if _recv_exact(conn, 1) != GO:
+        if recv_exact(conn, 1) != GO:
             os._exit(1)  # the caller gave up waiting and renders itself
         conn.settimeout(None)
     except Exception:  # a broken request: the caller renders in-process

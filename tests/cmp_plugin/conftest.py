@@ -113,7 +113,7 @@ def generate(repo: Path) -> Generate:
 def kill_preload_servers(root: Path) -> None:
     """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
 
-    A server lives as long as its socket (cmp_plugin/preload/server.py) and pytest keeps old temporary
+    A server lives as long as its socket (cmp_plugin/preload) and pytest keeps old temporary
     directories, so a test that started one must not leave it behind, whatever the test did.
     """
     marker = str(root).encode()

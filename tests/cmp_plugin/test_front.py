@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.preload import server as preload
+from cmp_plugin.preload import protocol as preload
 
 from .conftest import FRONT, PYTHON_CALLER, ROOT, cmp_env
 

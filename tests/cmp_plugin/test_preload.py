@@ -23,7 +23,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cmp_plugin.preload import server as preload
+from cmp_plugin.preload import protocol as preload
+from cmp_plugin.preload import server
 from driftguard import env as dg_env
 
 from .conftest import cmp_env
@@ -364,11 +365,11 @@ def test_a_changed_module_file_is_noticed(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("x = 1\n")
     files = {str(f): f.stat().st_mtime_ns}
-    assert not preload._changed(files)
+    assert not server._changed(files)
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1))
-    assert preload._changed(files)
+    assert server._changed(files)
     f.unlink()
-    assert preload._changed(files)
+    assert server._changed(files)
 
 
 def test_a_caller_with_other_settings_is_never_served_by_a_child(

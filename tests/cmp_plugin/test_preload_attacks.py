@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin.preload import server as preload
+from cmp_plugin.preload import protocol as preload
 
 from .conftest import cmp_env, kill_preload_servers
 from .test_preload import Run, alive, server_pid, starts, wait_for, wrapper

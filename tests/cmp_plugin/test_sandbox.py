@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cmp_plugin import sandbox
-from cmp_plugin.preload import server as preload
+from cmp_plugin.preload import protocol as preload
 
 from .conftest import cmp_env, kill_preload_servers
 from .test_preload import alive, server_pid, wait_for
