@@ -112,13 +112,13 @@ def _explain(
     if ctx.rendered is None or ctx.rendered.renderer != "helm":
         return {}, []  # no values keys: nothing to name
     unknown = {k: f"  <- {UNKNOWN_SHORT}" for k in removed}
-    from cmp_plugin.guards import implicit_defaults as implicit
-    from cmp_plugin.helmchart import removal_cause
+    from cmp_plugin.guards.implicit_defaults import NOTE
+    from cmp_plugin.helmchart import implicit, removal_cause
     from cmp_plugin.helmchart.flip_proof import render_kept
 
     job = ctx.job
-    prep = ctx.notes.get(implicit.NOTE + "-prepared")
-    switches = ctx.notes.get(implicit.NOTE)
+    prep = ctx.notes.get(NOTE + "-prepared")
+    switches = ctx.notes.get(NOTE)
     try:
         if not isinstance(prep, implicit.Prepared):
             prep = implicit.prepare(

@@ -18,15 +18,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cmp_plugin.guards.implicit_defaults import (
-    DISABLED,
-    Finding,
-    Prepared,
-    eval_view,
-    flip_of,
-)
 from cmp_plugin.helmchart import chart_values as cv
 from cmp_plugin.helmchart.flip_proof import BACK, Flip, Resource, prove
+from cmp_plugin.helmchart.implicit import DISABLED, Finding, Prepared, eval_view, flip_of
 from cmp_plugin.helmchart.switch_eval import evaluate
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cmp_plugin.helmchart import switches as gating
+from cmp_plugin.helmchart import template_lexer as gating
 from cmp_plugin.helmchart.switches import Gate
 
 __all__ = ["evaluate", "still_renders"]

@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cmp_plugin.guards.implicit_defaults import Prepared, classify, prepare, supplied_values
 from cmp_plugin.helmchart import removal_cause
 from cmp_plugin.helmchart.flip_proof import render_kept
+from cmp_plugin.helmchart.implicit import Prepared, classify, prepare, supplied_values
 from cmp_plugin.renderers.base import RenderJob
 
 if TYPE_CHECKING:

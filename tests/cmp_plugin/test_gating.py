@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmp_plugin.guards.implicit_defaults import (
+from cmp_plugin.guards.implicit_defaults import summary_line
+from cmp_plugin.helmchart import chart_values as cv
+from cmp_plugin.helmchart.helmignore import Rules, go_match
+from cmp_plugin.helmchart.implicit import (
     CANDIDATE,
     DISABLED,
     FALSY,
@@ -17,11 +20,8 @@ from cmp_plugin.guards.implicit_defaults import (
     all_gates,
     classify,
     prepare,
-    summary_line,
 )
-from cmp_plugin.helmchart import chart_values as cv
-from cmp_plugin.helmchart.helmignore import Rules, go_match
-from cmp_plugin.helmchart.switches import actions, expression_keys, scan_template
+from cmp_plugin.helmchart.template_lexer import actions, expression_keys, scan_template
 from cmp_plugin.scan import Doc
 
 DEPLOY = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"

@@ -16,7 +16,8 @@ import pytest
 
 from cmp_plugin.helmchart import chart_values as cv
 from cmp_plugin.helmchart.helmignore import Rules, go_match
-from cmp_plugin.helmchart.switches import expression_keys, scan_chart, scan_template
+from cmp_plugin.helmchart.switches import scan_chart
+from cmp_plugin.helmchart.template_lexer import expression_keys, scan_template
 
 MB = 1 << 20
 DOC = (
