@@ -12,25 +12,14 @@ checkout is never touched.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import signal
-import subprocess
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from cmp_plugin import pipeline
 from cmp_plugin.argo_env import AppEnv, parse_parameters
-from cmp_plugin.confine import inside
-from cmp_plugin.prcheck.appset import Cluster, Context
-from cmp_plugin.prcheck.appset.applications import Expansion, GeneratedApp, expand, is_appset
 from cmp_plugin.prcheck.appset.findings import (
     KEEPING_POLICIES,
     Finding,
@@ -41,7 +30,10 @@ from cmp_plugin.prcheck.appset.findings import (
 )
 from cmp_plugin.prcheck.appset.git import normalize_url
 from cmp_plugin.prcheck.envcause import UNKNOWN, Probe, probe, removal_causes
-from cmp_plugin.prcheck.fieldchanges import FieldLine, field_changes, generator_renames
+from cmp_plugin.prcheck.fieldchanges import field_changes, generator_renames
+from cmp_plugin.prcheck.inventory import collect
+from cmp_plugin.prcheck.model import Change, DiffOptions, EnvDiff, Environment, Inventory, LiveCheck, Report
+from cmp_plugin.prcheck.worktrees import git, relative, remotes, worktrees
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import DriftguardError, InputError
@@ -55,131 +47,6 @@ PRUNING_FINALIZERS = (
     "resources-finalizer.argocd.argoproj.io/background",
     "resources-finalizer.argocd.argoproj.io/foreground",
 )
-
-
-@dataclass(frozen=True)
-class DiffOptions:
-    """The diff's limits and ApplicationSet inputs (flags of ``driftguard-cmp diff``)."""
-
-    repo_urls: tuple[str, ...] = ()
-    clusters: tuple[Cluster, ...] | None = None
-    policy: str = ""
-    """The ApplicationSet controller's ``--policy``; empty: each ApplicationSet's own applicationsSync."""
-    max_appset_shrink: float = 0.2
-    allow_appset_shrink: tuple[str, ...] = ()
-    max_apps: int = 1000
-    timeout: float = 1800.0
-    stray_patterns: tuple[str, ...] = ()
-    """Beyond the sidecar's (DRIFTGUARD_CMP_STRAY_PATTERNS or the defaults)."""
-    live: LiveCheck | None = None
-    """``--live``: compares each environment with what runs in the cluster (cmp_plugin/prcheck/envlive.py)."""
-    redactor: Redactor | None = None
-    """Masks Secret values in field changes (``--live`` shares it); default: one with a key of this run."""
-
-
-@dataclass(frozen=True)
-class Environment:
-    """One thing Argo CD renders: an Application (or a bare path) with its plugin parameters."""
-
-    name: str
-    path: str
-    """Source path, relative to the repository root, as written."""
-    namespace: str = ""
-    parameters: tuple[tuple[str, Any], ...] = ()
-    finalizers: tuple[str, ...] = ()
-    appset: str = ""
-    """The ApplicationSet that generates it; empty when written by hand."""
-    origin: str = ""
-    """What the generator made it from (``git directory clusters/...``)."""
-    app_namespace: str = ""
-    """The Application's own namespace (Argo CD's ``appNamespace``); empty: Argo CD's."""
-    compare: str = ""
-    """The Application's ``ignoreDifferences`` and ``syncPolicy.syncOptions`` as JSON (for ``--live``)."""
-
-
-@dataclass
-class Change:
-    key: ResourceKey
-    cause: str = ""
-    fields: list[FieldLine] = field(default_factory=list)
-    """What changes in the resource, field by field (changed and renamed resources)."""
-    more_fields: int = 0
-    """Field changes past the ones kept in ``fields``."""
-    renamed_from: ResourceKey | None = None
-    """A generated ConfigMap/Secret: the name it had at base (its hash suffix changed)."""
-
-
-class LiveCheck(Protocol):
-    """What ``--live`` does with one environment once both revisions are rendered."""
-
-    def check(
-        self, d: EnvDiff, base: dict[ResourceKey, dict[str, Any]], head: dict[ResourceKey, dict[str, Any]]
-    ) -> None: ...
-
-
-@dataclass
-class EnvDiff:
-    base: Environment | None
-    head: Environment | None
-    removed: list[Change] = field(default_factory=list)
-    added: list[Change] = field(default_factory=list)
-    changed: list[Change] = field(default_factory=list)
-    renamed: list[Change] = field(default_factory=list)
-    """Generated ConfigMaps/Secrets whose hash suffix changed: one change of their keys, not a removal."""
-    kept: list[Change] = field(default_factory=list)
-    """Resources of a deleted Application that stay in the cluster (no pruning finalizer, policy)."""
-    definition: list[str] = field(default_factory=list)
-    """How the Application itself changed (source path, parameters, namespace)."""
-    deletion: str = ""
-    """Why the Application disappears at head, when it does."""
-    errors: dict[str, str] = field(default_factory=dict)
-    """revision label (base/head) -> why it could not be rendered."""
-    live: Any = None
-    """With ``--live``: what merging does to the cluster as it is now (cmp_plugin/prcheck/envlive.py LiveDiff)."""
-
-    @property
-    def env(self) -> Environment:
-        env = self.head or self.base
-        assert env is not None
-        return env
-
-    @property
-    def name(self) -> str:
-        return self.env.name
-
-    @property
-    def broken(self) -> bool:
-        """Cannot be rendered at head, and this PR broke it (the same error at base was there before)."""
-        return "head" in self.errors and self.errors.get("base") != self.errors["head"]
-
-
-@dataclass
-class Report:
-    base_sha: str
-    head_sha: str
-    diffs: list[EnvDiff]
-    findings: list[Finding] = field(default_factory=list)
-    errors: dict[str, list[str]] = field(default_factory=dict)
-    """base/head -> ApplicationSets that could not be expanded, and why."""
-    live: bool = False
-    """``--live`` was used: each environment's ``live`` says what it found."""
-
-
-@dataclass
-class Inventory:
-    envs: dict[str, Environment] = field(default_factory=dict)
-    appsets: dict[str, Expansion] = field(default_factory=dict)
-    generated: dict[str, GeneratedApp] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    defined_at: dict[str, str] = field(default_factory=dict)
-    """Where each hand-written Application is defined (``file:line``), to refuse a second definition."""
-
-
-def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise InputError(f"git {' '.join(args)} failed: {proc.stderr.strip()[:500]}")
-    return proc.stdout.strip()
 
 
 def diff_revisions(
@@ -202,10 +69,10 @@ def diff_revisions(
     root = Path(git(cwd, "rev-parse", "--show-toplevel"))
     base_sha = git(root, "rev-parse", "--verify", f"{base}^{{commit}}")
     head_sha = git(root, "rev-parse", "--verify", f"{head}^{{commit}}")
-    rel_targets = [_relative(t, cwd, root) for t in targets]
-    urls = frozenset(normalize_url(u) for u in (*options.repo_urls, *_remotes(root)))
-    with _worktrees(root, {"base": base_sha, "head": head_sha}) as trees:
-        inv = {label: _inventory(rel_targets, tree, urls, options, settings) for label, tree in trees.items()}
+    rel_targets = [relative(t, cwd, root) for t in targets]
+    urls = frozenset(normalize_url(u) for u in (*options.repo_urls, *remotes(root)))
+    with worktrees(root, {"base": base_sha, "head": head_sha}) as trees:
+        inv = {label: collect(rel_targets, tree, urls, options, settings) for label, tree in trees.items()}
         if time.monotonic() > deadline:
             raise InputError(
                 f"the diff ran past --timeout {options.timeout:g}s while reading the Applications and ApplicationSets"
@@ -241,199 +108,6 @@ def diff_revisions(
     diffs.sort(key=lambda d: (not d.broken, not d.deletion, not d.removed, d.name))
     errors = {label: i.errors for label, i in inv.items() if i.errors}
     return Report(base_sha, head_sha, diffs, findings, errors, live=options.live is not None)
-
-
-@contextlib.contextmanager
-def _worktrees(root: Path, shas: dict[str, str]) -> Iterator[dict[str, Path]]:
-    """Detached worktrees of each revision, removed however the diff ends (signals included)."""
-    trees: dict[str, Path] = {}
-    with tempfile.TemporaryDirectory(prefix="driftguard-diff-") as tmp, _signals_exit():
-        try:
-            for label, sha in shas.items():
-                trees[label] = Path(tmp) / label
-                git(root, "worktree", "add", "--detach", "--quiet", str(trees[label]), sha)
-            yield trees
-        finally:
-            with _signals_deferred():
-                for tree in trees.values():
-                    subprocess.run(
-                        ["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
-                        capture_output=True,
-                        check=False,
-                    )
-                    shutil.rmtree(tree, ignore_errors=True)
-                subprocess.run(
-                    ["git", "-C", str(root), "worktree", "prune"], capture_output=True, check=False
-                )
-
-
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def _signals_exit() -> Iterator[None]:
-    """SIGINT/SIGTERM/SIGHUP raise SystemExit(128+n) so every ``finally`` (worktree removal) runs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def leave(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    old = {s: signal.signal(s, leave) for s in SIGNALS}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """While cleaning up, a second signal must not cut the cleanup short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in SIGNALS}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
-def _remotes(root: Path) -> list[str]:
-    try:
-        out = git(root, "remote", "-v")
-    except InputError:
-        return []
-    return sorted({line.split()[1] for line in out.splitlines() if len(line.split()) >= 2})
-
-
-def _relative(target: str, cwd: Path, root: Path) -> str:
-    """A target (path or glob, relative to where the user stands) relative to the repository root."""
-    where = Path(os.path.normpath(cwd.resolve() / target))
-    if not where.is_relative_to(root.resolve()):
-        raise InputError(f"target {target} is outside the repository {root}")
-    return str(where.relative_to(root.resolve()))
-
-
-def _inventory(
-    targets: list[str], tree: Path, urls: frozenset[str], options: DiffOptions, settings: CmpSettings
-) -> Inventory:
-    inv = Inventory()
-    for target in targets:
-        matches = sorted(tree.glob(target)) if any(ch in target for ch in "*?[") else [tree / target]
-        for path in matches:
-            if path.is_file():
-                _read_manifests(path, tree, inv, urls, options, settings)
-            elif path.is_dir():
-                before = len(inv.envs) + len(inv.appsets)
-                for f in sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")):
-                    _read_manifests(f, tree, inv, urls, options, settings)
-                if len(inv.envs) + len(inv.appsets) == before:
-                    rel = str(path.relative_to(tree))
-                    inv.envs[rel] = Environment(rel, rel)
-    return inv
-
-
-def _read_manifests(
-    path: Path, tree: Path, inv: Inventory, urls: frozenset[str], options: DiffOptions, settings: CmpSettings
-) -> None:
-    source = str(path.relative_to(tree))
-    if not inside(str(path), os.path.realpath(tree)):
-        # what the repo-server refuses before any render (reposerver/repository/repository.go,
-        # CheckOutOfBoundsSymlinks): the PR's worktree may hold a symlink to a file of the CI runner
-        inv.errors.append(f"{source}: a symlink that leads outside the repository checkout; not read")
-        return
-    try:
-        docs = load_stream(path.read_bytes(), source=source)
-    except DriftguardError:
-        return
-    for doc in docs:
-        obj = doc.obj
-        if is_appset(obj):
-            name = str((obj.get("metadata") or {}).get("name") or source)
-            ctx = Context(
-                appset=name,
-                tree=tree,
-                repo_urls=urls,
-                clusters=list(options.clusters) if options.clusters is not None else None,
-                helm=_helm(settings),
-                timeout=settings.timeout,
-            )
-            try:
-                expansion = expand(obj, ctx, source=source)
-            except DriftguardError as exc:
-                inv.errors.append(f"{source}: {str(exc).splitlines()[0]}")
-                continue
-            inv.appsets[name] = expansion
-            for app in expansion.apps:
-                env = _environment_of(app.app, app.name, appset=name, origin=app.origins[-1].what)
-                if env is None:
-                    continue
-                if app.name in inv.envs:
-                    other = inv.envs[app.name].appset or "a hand-written manifest"
-                    inv.errors.append(
-                        f"{source}: ApplicationSet {name} generates Application {app.name}, which {other} also defines"
-                    )
-                    continue
-                inv.envs[app.name] = env
-                inv.generated[app.name] = app
-        elif obj.get("kind") == "Application" and str(obj.get("apiVersion", "")).startswith("argoproj.io/"):
-            env = _environment_of(obj, path.stem)
-            if env is not None and env.name in inv.envs and inv.envs[env.name].appset:
-                inv.errors.append(
-                    f"{source}: Application {env.name} is also generated by ApplicationSet {inv.envs[env.name].appset}"
-                )
-            elif env is not None and inv.defined_at.get(env.name, doc.where) != doc.where:
-                # Argo CD keeps one of two same-named resources (gitops-engine's dedup, a
-                # RepeatedResourceWarning); the PR check would compare whichever it read last, so a
-                # decoy could hide what the other one deletes: refuse, naming both
-                inv.errors.append(
-                    f"{doc.where}: Application {env.name} is also defined at {inv.defined_at[env.name]}; "
-                    "an Application name must be defined once"
-                )
-            elif env is not None:
-                inv.envs[env.name] = env
-                inv.defined_at[env.name] = doc.where
-
-
-def _helm(settings: CmpSettings) -> str:
-    try:
-        return settings.helm_path()
-    except DriftguardError:
-        return ""
-
-
-def _environment_of(
-    app: dict[str, Any], default: str, *, appset: str = "", origin: str = ""
-) -> Environment | None:
-    spec = app.get("spec") or {}
-    source = spec.get("source") or {}
-    if not isinstance(source, dict) or "path" not in source:
-        return None
-    plugin = source.get("plugin") or {}
-    params = []
-    for p in plugin.get("parameters") or [] if isinstance(plugin, dict) else []:
-        if isinstance(p, dict) and "name" in p:
-            value = p.get("array", p.get("map", p.get("string", "")))
-            params.append((str(p["name"]), value))
-    meta = app.get("metadata") or {}
-    policy = spec.get("syncPolicy")
-    policy = policy if isinstance(policy, dict) else {}
-    compare = {"ignoreDifferences": spec.get("ignoreDifferences"), "syncOptions": policy.get("syncOptions")}
-    return Environment(
-        name=str(meta.get("name") or default),
-        path=str(source["path"]).strip("/") or ".",
-        namespace=str((spec.get("destination") or {}).get("namespace") or ""),
-        parameters=tuple(params),
-        finalizers=tuple(str(f) for f in meta.get("finalizers") or []),
-        appset=appset,
-        origin=origin,
-        app_namespace=str(meta.get("namespace") or ""),
-        compare=json.dumps(compare, sort_keys=True, default=str),
-    )
 
 
 Rendered = tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], Probe | None]

@@ -174,14 +174,17 @@ def resolve(args: argparse.Namespace) -> Target:
 
 def _from_manifest(manifest: Path, app: str, *, allow_chart: bool) -> Target:
     from cmp_plugin.prcheck import envdiff
+    from cmp_plugin.prcheck.inventory import collect
+    from cmp_plugin.prcheck.model import DiffOptions
+    from cmp_plugin.prcheck.worktrees import remotes
 
     root = pipeline.find_repo_root(manifest.parent, "")
     rel = str(manifest.resolve().relative_to(root))
     settings = CmpSettings.from_env()
     from cmp_plugin.prcheck.appset.git import normalize_url
 
-    urls = frozenset(normalize_url(u) for u in envdiff._remotes(root))
-    inv = envdiff._inventory([rel], root, urls, envdiff.DiffOptions(), settings)
+    urls = frozenset(normalize_url(u) for u in remotes(root))
+    inv = collect([rel], root, urls, DiffOptions(), settings)
     if inv.errors:
         raise InputError("; ".join(inv.errors))
     envs = {k: v for k, v in inv.envs.items() if k != rel}
