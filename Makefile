@@ -50,6 +50,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_graph.py
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
