@@ -147,7 +147,8 @@ def _run(
         try:
             import shutil  # for the clean-up below: imported while the tool works, not after
 
-            from cmp_plugin.guards import GUARDS, RENDER, SOURCE, GuardContext
+            from cmp_plugin.guards import RENDER, SOURCE, GuardContext
+            from cmp_plugin.guards.registry import GUARDS
             from cmp_plugin.scan import scan_stream
             from cmp_plugin.target import target
             from driftguard.manifests import Limits

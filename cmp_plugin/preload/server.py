@@ -49,8 +49,7 @@ def _warm() -> None:
     import yaml  # noqa: F401
 
     import cmp_plugin.cli
-    import cmp_plugin.guards
-    import cmp_plugin.guards.implicit_defaults
+    import cmp_plugin.guards.registry
     import cmp_plugin.helmchart.schema_refs
     import cmp_plugin.pipeline
     import cmp_plugin.render_log
