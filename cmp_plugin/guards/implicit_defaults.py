@@ -11,9 +11,9 @@ Defaults are read wherever the chart keeps them: values.yaml, subcharts' default
 ``condition``, ``tags``, ``import-values``) and ``_internal*`` roots that the chart's own templates
 merge under ``.Values`` (Istio's ``_internal_defaults_do_not_set``).
 
-The template scan *proposes* (cmp_plugin.helmchart.switches, gate_eval, chart_values: which keys could decide
-whole documents); helm *proves* (cmp_plugin.helmchart.flip_proof: a render with the key flipped shows the
-resource gone). Only proven keys are findings, each with exactly the resources its flip removes;
+The template scan *proposes* (cmp_plugin.helmchart: switches, switch_eval, chart_values: which keys
+could decide whole documents); helm *proves* (cmp_plugin.helmchart.flip_proof: a render with the
+key flipped shows the resource gone); the analysis itself is cmp_plugin/helmchart/implicit.py. Only proven keys are findings, each with exactly the resources its flip removes;
 every other key the scan saw is kept with its reason for ``render --explain``. In warn mode the
 guard prints one line per render; refuse and explicit-keys refuse with one line per key, naming
 template:line.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cmp_plugin.helmchart import template_lexer as gating
+from cmp_plugin.helmchart import template_lexer
 from cmp_plugin.helmchart.switches import Gate
 
 __all__ = ["evaluate", "still_renders"]
@@ -58,7 +58,7 @@ def _run(gate: Gate, values: Any, *, lookup: Any, flip: tuple[str, Any] | None) 
     """
     if gate.keyword in ("condition", "tags") or ("range" in gate.keyword and flip is None):
         return _UNKNOWN
-    tokens = gating.tokens(gate.expr)
+    tokens = template_lexer.tokens(gate.expr)
     if len(tokens) > 200:
         return _UNKNOWN
     bound = dict(gate.variables)
@@ -72,7 +72,7 @@ def _run(gate: Gate, values: Any, *, lookup: Any, flip: tuple[str, Any] | None) 
             return tok[1:-1]
         if re.fullmatch(r"-?\d+", tok):
             return int(tok)
-        path = gating.values_path(tok, gate.dot, bound)
+        path = template_lexer.values_path(tok, gate.dot, bound)
         if path is None:
             return _UNKNOWN
         full = path if path.startswith("global.") or path == "global" else gate.scope + path

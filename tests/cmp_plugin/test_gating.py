@@ -1,4 +1,4 @@
-"""gating.py, chart_values.py and the implicit-defaults verdicts on tricky templates."""
+"""helmchart/switches.py, template_lexer.py, chart_values.py and the implicit-defaults verdicts on tricky templates."""
 
 from __future__ import annotations
 
