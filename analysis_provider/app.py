@@ -39,6 +39,7 @@ from analysis_provider.identities import NotifierIdentities
 from analysis_provider.prometheus import Prometheus
 from analysis_provider.settings import AnalysisSettings
 from driftguard.argocd import ArgoCDClient
+from driftguard.argocd_cm import system_rules_from_file
 from driftguard.errors import (
     ConfigError,
     InputError,
@@ -47,8 +48,8 @@ from driftguard.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from driftguard.ignore import JqRunner, rules_from_argocd_cm
-from driftguard.manifests import load_file, safe_load
+from driftguard.ignore import JqRunner
+from driftguard.manifests import safe_load
 from driftguard.metrics import bounded, exposition
 from driftguard.redact import Redactor
 from driftguard.windows import SyncWindow
@@ -316,17 +317,7 @@ def create_app(
         if settings.prometheus_url
         else None
     )
-    system_rules = []
-    if settings.argocd_cm_file:
-        from pathlib import Path
-
-        where = Path(settings.argocd_cm_file)
-        data = (
-            {f.name: f.read_text() for f in where.iterdir() if f.is_file()}
-            if where.is_dir()
-            else load_file(where, require_identity=False)[0].obj
-        )
-        system_rules = rules_from_argocd_cm(data)
+    system_rules = system_rules_from_file(settings.argocd_cm_file)
     lookups: Coalescing[Any] = Coalescing(settings.cache_ttl)
     ctx = GateContext(
         argocd=argocd,

@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from driftguard.argocd_cm import system_rules_from_file
 from driftguard.console import add_version, quiet_on_closed_pipe
 from driftguard.drift import ALERTING, CLASSES, DriftEngine, ResourceDrift
 from driftguard.errors import DriftguardError, InputError
-from driftguard.ignore import IgnoreRules, rules_from_application, rules_from_argocd_cm
+from driftguard.ignore import IgnoreRules, rules_from_application
 from driftguard.manifests import load_file
 
 
@@ -90,7 +91,7 @@ def run_diff(args: argparse.Namespace) -> list[ResourceDrift]:
         sync_options = (spec.get("syncPolicy") or {}).get("syncOptions") or []
         ssa = isinstance(sync_options, list) and "ServerSideApply=true" in sync_options
     if args.argocd_cm is not None:
-        rules += rules_from_argocd_cm(load_file(args.argocd_cm)[0].obj)
+        rules += system_rules_from_file(args.argocd_cm, setting="--argocd-cm")
     if args.namespace is not None:
         namespace = args.namespace
     engine = DriftEngine(IgnoreRules(rules), server_side_apply=ssa)
