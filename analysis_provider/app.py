@@ -32,9 +32,8 @@ from werkzeug.exceptions import HTTPException
 from analysis_provider import openapi
 from analysis_provider.cache import Coalescing
 from analysis_provider.callers import Caller
-from analysis_provider.gates import FAIL, GATES, INCONCLUSIVE, PASS, GateContext, Verdict
-from analysis_provider.gates.base import APP_ARGS, Arg, parse_args
-from analysis_provider.gates.success_rate import SuccessRateGate
+from analysis_provider.gates import ALL_ARGS, FAIL, GATES, INCONCLUSIVE, PASS, GateContext, Verdict, in_all
+from analysis_provider.gates.base import parse_args
 from analysis_provider.identities import NotifierIdentities
 from analysis_provider.prometheus import Prometheus
 from analysis_provider.settings import AnalysisSettings
@@ -57,8 +56,6 @@ from driftguard.windows import SyncWindow
 __all__ = ["create_app"]
 
 bp = Blueprint("gates", __name__)
-ALL_ARGS: dict[str, Arg] = {**APP_ARGS, **SuccessRateGate.args}
-
 
 GATE_NAMES = (*GATES, "all")
 OUTCOMES = (PASS, FAIL, INCONCLUSIVE, "400", "401", "403", "404", "500", "502", "503", "504")
@@ -187,19 +184,7 @@ def _wait(future: Future[Verdict], deadline: float, name: str) -> Verdict:
 
 def _all(args: dict[str, Any], state: dict[str, Any], ctx: GateContext, deadline: float) -> Verdict:
     """Every gate at once, under the request's one deadline: any fail fails; then any error is an error."""
-    app_args = {"app": args["app"], "appNamespace": args["appNamespace"]}
-    names = ["drift", "sync", "freeze"]
-    if args.get("template") or args.get("service"):
-        names.append("success-rate")
-    futures = {
-        name: _submit(
-            name,
-            app_args if name != "success-rate" else {k: args[k] for k in SuccessRateGate.args},
-            state,
-            ctx,
-        )
-        for name in names
-    }
+    futures = {name: _submit(name, own, state, ctx) for name, own in in_all(args)}
     verdicts: list[Verdict] = []
     errors: list[UpstreamError] = []
     for name, future in futures.items():  # all run at once, so waiting in turn costs one deadline
