@@ -13,13 +13,14 @@ from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from driftguard.argocd import ArgoCDClient
+from driftguard.argocd_cm import system_rules_from_file
 from driftguard.errors import ConfigError
 from driftguard.redact import Redactor
 from notifier import audit, incidents, ops, webhook, whois
 from notifier.channels import Channel, build_channels
 from notifier.config import NotifierConfig, load_config
 from notifier.delivery import Worker
-from notifier.expand import Expander, system_rules_from_file
+from notifier.expand import Expander
 from notifier.identity import IdentityStore, OutboxIdentityStore, Recorder
 from notifier.journal import Journal, OutboxJournal
 from notifier.logs import configure, event

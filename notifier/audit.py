@@ -15,7 +15,6 @@ Both feed the identity store (notifier/identity.py) with who wrote which object,
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import time
@@ -25,6 +24,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from driftguard.errors import StoreUnavailable
 from driftguard.identity import IdentityEvent, from_admission, from_audit
+from driftguard.service import bearer_matches
 from notifier.logs import event
 from notifier.webhook import MAX_DEPTH, _depth_ok
 from notifier.witness import capture
@@ -42,8 +42,7 @@ def _error(status: int, message: str) -> tuple[Response, int]:
 
 
 def _authorized(token: str) -> bool:
-    given = request.headers.get("Authorization", "")
-    return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    return bearer_matches(request.headers.get("Authorization", ""), token)
 
 
 def _json_body() -> Any:

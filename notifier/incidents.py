@@ -10,7 +10,6 @@ masked ones the alerts carry, never Secret values.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import math
 import time
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, redirect, request
 from markupsafe import escape
 
+from driftguard.service import bearer_matches, secret_matches
 from notifier.journal import summary
 
 __all__ = ["bp", "parse_since"]
@@ -69,11 +69,10 @@ def _reader() -> str | None:
         if user:
             return user[:128]
     if s.read_token:
-        given = request.headers.get("Authorization", "")
-        if hmac.compare_digest(given.encode(), f"Bearer {s.read_token}".encode()):
+        if bearer_matches(request.headers.get("Authorization", ""), s.read_token):
             return "token"
         cookie = request.cookies.get(COOKIE, "")
-        if cookie and hmac.compare_digest(cookie.encode(), _cookie_value(s.read_token).encode()):
+        if secret_matches(cookie, _cookie_value(s.read_token)):
             return "cookie"
     return None
 
@@ -130,7 +129,7 @@ def incidents_json() -> tuple[Response, int]:
 def login() -> Any:
     s = current_app.extensions["driftguard"].settings
     given = request.form.get("token", "")
-    if not s.read_token or not hmac.compare_digest(given.encode(), s.read_token.encode()):
+    if not secret_matches(given, s.read_token):
         return _denied(page=True)
     resp = redirect("/incidents", code=303)
     resp.set_cookie(

@@ -69,11 +69,11 @@ def main(argv: list[str]) -> int:
 
 
 def render(args: argparse.Namespace) -> dict[str, Any]:
+    from driftguard.argocd_cm import system_rules_from_file
     from driftguard.redact import Redactor
     from driftguard.report import AppInfo, build_report
     from notifier.channels import FACTORIES
     from notifier.config import ChannelConfig, load_config, parse_config
-    from notifier.expand import system_rules_from_file
     from notifier.render import Templates, view
 
     app = _read(args.app, "the Application")

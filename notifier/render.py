@@ -20,6 +20,7 @@ from driftguard.errors import ConfigError
 from driftguard.identity import who
 from driftguard.manifests import ResourceKey
 from driftguard.report import SEVERITIES, AppInfo, DriftReport
+from notifier.config import LOCALES
 from notifier.digest import PROTECTED_KINDS as PROTECTED_KIND_NAMES
 from notifier.digest import digest, localize_notice, readable_path
 
@@ -70,7 +71,6 @@ MACROS: dict[str, tuple[str, ...]] = {
 }
 ADDED_MACROS = frozenset({"cause", "resource_button"})
 """Macros newer than some overrides: an override without them keeps the stock ones (it still starts)."""
-LOCALES = ("zh-CN", "en")
 NOTICE_EVENTS = ("sync-failed", "render-refused", "prune-pending", "drift-reverted")
 
 # The last-resort alert is plain Python text, not a template: it goes out when templates or the
