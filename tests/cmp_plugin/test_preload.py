@@ -53,7 +53,9 @@ def cache(repo: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def helm_log(tmp_path: Path) -> Path:
-    return tmp_path / "helm-starts.jsonl"
+    """Beside the cache, not above it: a cache a tool may write is never the server's (sandbox.reaches)."""
+    (tmp_path / "tool-log").mkdir(exist_ok=True)
+    return tmp_path / "tool-log" / "helm-starts.jsonl"
 
 
 def wrapper(tmp_path: Path, log: Path) -> Path:
@@ -62,7 +64,8 @@ def wrapper(tmp_path: Path, log: Path) -> Path:
     It first sleeps ARGOCD_ENV_HELM_SLEEP seconds when the render has that per-app variable (a
     per-app variable, so the sidecar's settings stay the server's and the render is preloaded).
     """
-    path = tmp_path / "helm"
+    (tmp_path / "tool").mkdir(exist_ok=True)  # its directory is open to tools: not the cache's
+    path = tmp_path / "tool" / "helm"
     path.write_text(
         "#!/bin/sh\n"
         f'printf \'{{"pid": %s, "ppid": %s, "pgid": %s}}\\n\' "$$" "$PPID" '
