@@ -13,11 +13,15 @@ the child), so the plugin keeps its own access (the cache, the baselines) and th
 - read and execute beneath the system directories, the tool's own directory, the checkout;
 - read and write beneath its scratch directory (HOME, TMPDIR, helm's caches) and the checkout
   (``helm dependency build`` writes ``charts/``; it is this render's own copy);
-- nothing else: not the cache directory (socket, baselines, launch plans, render slots), not
-  another render's scratch or checkout (nor through ``/proc/<pid>/cwd``, ``environ`` or ``mem``:
-  Landlock denies ptrace access, which those need, to a process outside the tool's domain);
+- nothing else: not the cache directory (socket, key, baselines, launch plans, render slots),
+  not another render's scratch or checkout (nor through ``/proc/<pid>/cwd`` or ``mem``: Landlock
+  denies ptrace attach, which those need, to a process outside the tool's domain);
 - from ABI 6 (Linux 6.12) no signal to, and no abstract socket of, a process outside its domain:
   it cannot kill the preload server to take its place.
+- no capability (the thread that starts it drops them all), so the plugin's processes, which
+  are not dumpable (``undumpable``), keep their ``/proc/<pid>/environ`` from it: Landlock refuses
+  a tool ``/proc/<pid>/mem`` of a process outside its domain (ptrace attach), but on the kernels
+  tried (6.18) not ``environ`` (ptrace read), which same uid and dumpable allow.
 
 The plugin trusts what it keeps from the tools (the preload server's socket and key, launch plans)
 only in a directory no rule opens (``reaches``); its processes that hold a render's environment
@@ -44,6 +48,7 @@ _VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
 _PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_DUMPABLE = 4
+_CAPABILITY_VERSION_3 = 0x20080522
 # LANDLOCK_ACCESS_FS_*: execute, write, read file, read dir, remove dir/file, make char/dir/reg/
 # sock/fifo/block/sym, refer (ABI 2), truncate (ABI 3), ioctl_dev (ABI 5)
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -193,6 +198,13 @@ def _restrict_self(reads: Sequence[str], writes: Sequence[str]) -> None:
             _allow(libc, ruleset, path, access)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        # no capability either (a sidecar run as root, against the manifests): with CAP_SYS_PTRACE a
+        # tool would read the plugin's /proc/<pid>/environ despite PR_SET_DUMPABLE, and Landlock
+        # refuses only the attach mode (/proc/<pid>/mem), not the read mode environ needs; after
+        # no_new_privs an execve grants no more than this thread keeps (capabilities(7))
+        header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+        if libc.capset(ctypes.byref(header), ctypes.byref((ctypes.c_uint32 * 6)())) != 0:
+            raise OSError(ctypes.get_errno(), "capset")
         if libc.syscall(_RESTRICT_SELF, ruleset, 0) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
