@@ -36,7 +36,8 @@ def test_this_kernel_offers_landlock() -> None:
 
 
 def evil_helm(tmp_path: Path, *, cache: Path, server: int, victim: Path, report: Path) -> Path:
-    script = tmp_path / "evil-helm"
+    (tmp_path / "tool").mkdir()  # a tool's directory is open to it: never the cache's parent
+    script = tmp_path / "tool" / "evil-helm"
     sock = cache / preload.SOCKET_NAME
     steps = {
         "remove-socket": f"rm -f '{sock}'",
@@ -54,7 +55,9 @@ def evil_helm(tmp_path: Path, *, cache: Path, server: int, victim: Path, report:
     lines = ["#!/bin/sh"]
     for name, command in steps.items():
         lines.append(
-            f"if {command} >/dev/null 2>&1; then echo '{name}: done'; else echo '{name}: refused'; fi >> '{report}'"
+            # the output goes beside the report: /dev/null is not writable under the sandbox, and a
+            # redirection that fails would skip the command and count it as refused
+            f"if {command} >>'{report}.out' 2>&1; then echo '{name}: done'; else echo '{name}: refused'; fi >> '{report}'"
         )
     lines.append(f"exec '{os.environ['DRIFTGUARD_HELM']}' \"$@\"")
     script.write_text("\n".join(lines) + "\n")
