@@ -454,3 +454,44 @@ def test_a_server_whose_socket_is_gone_stops_even_while_its_children_die(
             os.kill(child, signal.SIGKILL)  # each one "gone" without a connection
         time.sleep(0.05)
     assert not alive(server), "re-forking for ever instead of noticing its socket is gone"
+
+
+@given(st.binary(min_size=0, max_size=100), st.binary(max_size=300))
+def test_the_callers_mac_is_hmac_sha256(key: bytes, message: bytes) -> None:
+    """preload.mac (over _sha256 alone, to keep hashlib off the caller's path) is RFC 2104's."""
+    import hashlib
+    import hmac
+
+    assert preload.mac(key, message) == hmac.new(key, message, hashlib.sha256).digest()
+
+
+@given(
+    st.binary(min_size=32, max_size=32),
+    st.binary(min_size=preload.NONCE, max_size=preload.NONCE),
+    st.binary(min_size=preload.NONCE, max_size=preload.NONCE),
+    st.integers(1, 2**22),
+    st.integers(1, 2**22),
+    st.sampled_from(["side", "server_nonce", "client_nonce", "client", "server", "key"]),
+)
+def test_a_proof_is_worth_nothing_on_another_connection(
+    key: bytes, server_nonce: bytes, client_nonce: bytes, client: int, server: int, change: str
+) -> None:
+    """Changing any one input (a relayed connection has other pids; a replay other nonces) changes it."""
+    args: dict[str, Any] = {
+        "key": key,
+        "side": b"client",
+        "server_nonce": server_nonce,
+        "client_nonce": client_nonce,
+        "client": client,
+        "server": server,
+    }
+    other = dict(args)
+    value = other[change]
+    other[change] = (
+        b"server"
+        if change == "side"
+        else value + 1
+        if isinstance(value, int)
+        else bytes([value[0] ^ 1]) + value[1:]
+    )
+    assert preload.proof(**args) != preload.proof(**other)
