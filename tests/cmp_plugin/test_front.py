@@ -385,7 +385,7 @@ def test_a_relative_cache_or_temp_directory_is_refused_not_read_from_the_checkou
     proc = run(argv, repo / APP, env)
     assert proc.returncode == 2, proc.stderr
     assert f"{variable}: must be an absolute path" in proc.stderr
-    assert r.connections == 0
+    assert r.connections == 0, r.connections
 
 
 @pytest.mark.parametrize("closed", [0, 1, 2])
@@ -497,3 +497,38 @@ def test_the_front_never_execs_itself(tmp_path: Path) -> None:
     )
     assert loop.returncode == 2
     assert "driftguard-cmp-py is not pip's Python script" in loop.stderr
+
+
+@pytest.mark.parametrize(
+    "opened",
+    ["DRIFTGUARD_CMP_TOOL_READ_PATHS", "DRIFTGUARD_CMP_TOOL_WRITE_PATHS", "SSL_CERT_DIR", "helm's directory"],
+)
+def test_a_cache_a_tool_may_reach_is_never_used_by_either_caller(
+    recorder: Any, repo: Path, tmp_path: Path, opened: str
+) -> None:
+    """A key and a socket there could be a tool's (sandbox.reaches): neither caller even connects.
+
+    The opened directory is named through a symlink: the check is on what it resolves to, as the
+    sandbox's rules are (a rule holds the directory an opened descriptor names).
+    """
+    r = recorder(code=7)
+    link = tmp_path.parent / f"{tmp_path.name}-link"
+    link.symlink_to(tmp_path)
+    try:
+        if opened == "helm's directory":  # a wrapper beside the cache: its directory is open to it
+            helm = tmp_path / "helm"
+            helm.write_text(f"#!/bin/sh\nexec '{os.environ['DRIFTGUARD_HELM']}' \"$@\"\n")
+            helm.chmod(0o755)
+            extra = {"DRIFTGUARD_HELM": str(link / "helm")}
+        elif opened == "SSL_CERT_DIR":  # one path (sandbox.py), not a list
+            extra = {opened: str(link)}
+        else:
+            extra = {opened: f"{cmp_env(APP)['DRIFTGUARD_CMP_TOOL_READ_PATHS']}:{link}"}
+        for argv in (PYTHON_CALLER, [str(FRONT)]):
+            proc = run(argv, repo / APP, env_for(r.path.parent, **extra))
+            assert proc.returncode == 0 and "kind:" in proc.stdout, proc.stderr  # rendered in-process
+        assert r.connections == 0, r.connections
+        control = run([str(FRONT)], repo / APP, env_for(r.path.parent))
+        assert control.returncode == 7 and r.connections == 1, "without the opening, the front connects"
+    finally:
+        link.unlink()
