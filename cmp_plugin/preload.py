@@ -492,11 +492,26 @@ def serve(path: str) -> None:
 
 
 def _gone(path: str, mine: int) -> bool:
-    """Whether our socket was removed or replaced (another server took over)."""
+    """Whether our socket was removed or replaced (another server took over); else the key is ours.
+
+    Two servers starting at once (a marker that expired under both) each write their key before
+    their socket: the one whose socket stays may find the other's key there, and no caller could
+    prove anything to it. The socket's owner puts its own key back.
+    """
     try:
-        return os.stat(path).st_ino != mine
+        if os.stat(path).st_ino != mine:
+            return True
     except OSError:
         return True
+    from cmp_plugin.launch import open_private, write_private
+
+    key = os.path.join(os.path.dirname(path), KEY_NAME)
+    try:
+        if _KEY and open_private(key, 64) != _KEY[0]:
+            write_private(key, _KEY[0])
+    except OSError:
+        pass
+    return False
 
 
 def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int, int]:

@@ -314,6 +314,28 @@ def test_removing_the_socket_stops_the_server(generate: Callable[..., Run], cach
     wait_for(lambda: not alive(waiting), "so does the child it forked ahead")
 
 
+def test_a_key_another_server_wrote_over_ours_is_put_back(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    """Two servers started at once: the one that keeps the socket may find the other's key.
+
+    Until it puts its own back, no caller can prove anything to it (each renders in-process).
+    """
+    assert generate().returncode == 0
+    server = served(cache)
+    key = cache / preload.KEY_NAME
+    ours = key.read_bytes()
+    (cache / "other.tmp").write_bytes(os.urandom(32))
+    (cache / "other.tmp").chmod(0o600)
+    os.replace(cache / "other.tmp", key)
+    unproven = generate()
+    assert unproven.returncode == 0 and starts(helm_log)[-1]["ppid"] == unproven.pid, "in-process"
+    wait_for(lambda: key.read_bytes() == ours, "the server puts its key back")
+    run = generate()
+    assert run.returncode == 0 and starts(helm_log)[-1]["ppid"] != run.pid, "preloaded again"
+    assert served(cache) == server
+
+
 def test_a_child_is_forked_ahead_of_each_render(
     generate: Callable[..., Run], cache: Path, helm_log: Path
 ) -> None:
