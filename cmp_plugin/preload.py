@@ -30,9 +30,10 @@ sends HELLO and a nonce, the caller answers with its nonce and an HMAC-SHA256 of
 both pids (its own, the listening server's, as SO_PEERCRED names them) under the key, and the
 child answers with its own HMAC. The caller sends its environment and descriptors only to a
 child that proved it holds the key; a child serves only a caller that did. Tools never hold the
-key: Landlock keeps them out of the cache directory, and a plugin process's memory and environ
-need ptrace access (Landlock refuses it; the plugin's processes are not dumpable besides). The
-key is never in an argv or an environment.
+key: Landlock keeps them out of the cache directory and refuses them ptrace attach (a plugin
+process's /proc/<pid>/mem); the plugin's processes are not dumpable and tools hold no
+capability, so their /proc/<pid>/environ (ptrace read, which Landlock allows) is closed too
+(sandbox.py). The key is never in an argv or an environment.
 
 Anything unexpected before the child has said it runs the render (no server, a stale socket, a
 server of another uid, a server whose code changed on disk, a child that cannot join the group, a
