@@ -55,6 +55,12 @@ def main() -> None:
     (cmp_plugin/preload.py), before this process limits itself: a server it starts must not
     inherit the one-render CPU limit.
     """
+    if sys.argv[1:] == ["generate"]:
+        # this process holds the Application's environment (ARGOCD_ENV_*): no /proc/<pid>/environ
+        # for a tool another render runs (cmp_plugin/sandbox.py); the native front does the same
+        from cmp_plugin.sandbox import undumpable
+
+        undumpable()
     if sys.argv[1:] == ["generate"] and os.environ.get("DRIFTGUARD_CMP_PRELOAD"):
         from cmp_plugin import preload
 
@@ -354,6 +360,10 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     cache, root = cache_dir(environ), scratch_root(environ)
     if not (os.path.isabs(cache) and os.path.isabs(root)):
         return None  # relative: inside the checkout, the tenant's (the settings refuse it)
+    from cmp_plugin.sandbox import reaches
+
+    if reaches(cache):
+        return None  # a tool may write there: a plan found there may be a tool's (sandbox.py)
     from cmp_plugin.memory import try_slot
 
     if not try_slot(environ, cache):
@@ -424,6 +434,10 @@ def record(
     plan = _RS.join((MAGIC, _US.join(items), _US.join(pairs)))
     if early is not None and early.plan == plan:
         return
+    from cmp_plugin.sandbox import reaches
+
+    if reaches(cache):
+        return  # never read there (early_start): a tool may write the cache directory
     path = plan_file(cache, app_name)
     try:
         os.makedirs(cache, mode=0o700, exist_ok=True)

@@ -22,7 +22,18 @@ What a tenant controls never reaches the server: it only forks the children that
 in the state the next render starts from. The server starts with the sidecar's environment minus
 Argo CD's per-app variables, from ``/``, with ``-P`` (no checkout on ``sys.path``). Both ends check
 the peer's uid (SO_PEERCRED); the socket lives in the cache directory, which must be a directory
-of this uid that nobody else can write.
+of this uid that nobody else can write and that no render's tool may read or write
+(``sandbox.reaches``). Same uid is not enough: a tool a render runs is the same uid, and may run
+code. So each server writes a fresh random key beside its socket (``preload.key``, 0600, before
+the socket appears), and every connection starts with a challenge-response both ways: the child
+sends HELLO and a nonce, the caller answers with its nonce and an HMAC-SHA256 of both nonces and
+both pids (its own, the listening server's, as SO_PEERCRED names them) under the key, and the
+child answers with its own HMAC. The caller sends its environment and descriptors only to a
+child that proved it holds the key; a child serves only a caller that did. Tools never hold the
+key: Landlock keeps them out of the cache directory and refuses them ptrace attach (a plugin
+process's /proc/<pid>/mem); the plugin's processes are not dumpable and tools hold no
+capability, so their /proc/<pid>/environ (ptrace read, which Landlock allows) is closed too
+(sandbox.py). The key is never in an argv or an environment.
 
 Anything unexpected before the child has said it runs the render (no server, a stale socket, a
 server of another uid, a server whose code changed on disk, a child that cannot join the group, a
@@ -47,11 +58,25 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["SOCKET_NAME", "decode_request", "enabled", "encode_request", "run_preloaded", "serve"]
+__all__ = [
+    "KEY_NAME",
+    "SOCKET_NAME",
+    "decode_request",
+    "enabled",
+    "encode_request",
+    "mac",
+    "proof",
+    "run_preloaded",
+    "serve",
+]
 
 SOCKET_NAME = "preload.sock"
+KEY_NAME = "preload.key"
+"""The server's secret (32 random bytes, mode 0600) beside its socket: only the plugin reads it."""
 STARTING = "preload.starting"
-MAGIC = b"driftguard-preload 1"
+MAGIC = b"driftguard-preload 2"
+NONCE = 32
+"""Bytes of each side's challenge; a proof is an HMAC-SHA256 (32 bytes)."""
 HELLO, GO, READY, NOT_READY = b"H", b"G", b"R", b"N"
 HANDSHAKE_TIMEOUT = 2.0
 """Seconds the caller waits for the child's HELLO, then for its READY, before rendering in-process."""
@@ -93,6 +118,10 @@ def _socket_path(environ: Mapping[str, str]) -> str | None:
 
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
         return None
+    from cmp_plugin.sandbox import reaches
+
+    if reaches(cache):
+        return None  # a tool could plant a socket and a key there (DRIFTGUARD_CMP_TOOL_*_PATHS)
     path = os.path.join(cache, SOCKET_NAME)
     return path if len(os.fsencode(path)) < 100 else None  # sun_path is 108 bytes
 
@@ -107,6 +136,36 @@ def _peer(sock: Socket) -> tuple[int, int]:
 
 def _peer_uid(sock: Socket) -> int:
     return _peer(sock)[1]
+
+
+def mac(key: bytes, message: bytes) -> bytes:
+    """HMAC-SHA256 (RFC 2104) over the C module alone: ``hmac`` imports hashlib, ~8 ms per render."""
+    from _sha256 import sha256  # type: ignore[import-not-found]
+
+    if len(key) > 64:
+        key = sha256(key).digest()
+    key = key.ljust(64, b"\0")
+    inner = sha256(bytes(b ^ 0x36 for b in key) + message).digest()
+    return bytes(sha256(bytes(b ^ 0x5C for b in key) + inner).digest())
+
+
+def proof(
+    key: bytes, side: bytes, server_nonce: bytes, client_nonce: bytes, client: int, server: int
+) -> bytes:
+    """What ``side`` (b"client" or b"server") sends to prove it holds the key, for this connection.
+
+    Both challenges and both pids as the kernel names them (SO_PEERCRED: the caller, the server
+    that listens): a proof made for one connection is worth nothing on another, so a process in
+    the middle that relays one learns nothing it can use.
+    """
+    pids = client.to_bytes(4, "big") + server.to_bytes(4, "big")
+    return mac(key, side + b"\0" + server_nonce + client_nonce + pids)
+
+
+def _same(a: bytes, b: bytes) -> bool:
+    from _operator import _compare_digest  # hmac.compare_digest without importing hmac
+
+    return bool(_compare_digest(a, b))
 
 
 def encode_request(umask: int, pgid: int, environ: Mapping[str, str]) -> bytes:
@@ -166,9 +225,23 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
             # commands; one started from here replaces it (it exits when its socket is gone)
             _start_server(path, environ)
             return None
-        if _recv_exact(sock, 1) != HELLO:
+        hello = _recv_exact(sock, 1 + NONCE)
+        if len(hello) != 1 + NONCE or hello[:1] != HELLO:
             # no child took the connection (a server that is stopped or gone): the descriptors are
             # not sent, since a connection waiting in a backlog would hold this command's stdout open
+            return None
+        # each side proves it holds the server's key before the other sends anything that matters:
+        # an impostor at the socket gets no environment and no descriptors, an impostor caller
+        # (a tool connects: Landlock cannot refuse a connect) gets no render
+        from cmp_plugin.launch import open_private
+
+        key = open_private(os.path.join(os.path.dirname(path), KEY_NAME), 64)
+        if key is None or len(key) != 32:
+            return None
+        server_nonce, client_nonce = hello[1:], os.urandom(NONCE)
+        sock.sendall(client_nonce + proof(key, b"client", server_nonce, client_nonce, os.getpid(), pid))
+        expected = proof(key, b"server", server_nonce, client_nonce, os.getpid(), pid)
+        if not _same(_recv_exact(sock, len(expected)), expected):
             return None
         cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         umask = os.umask(0)
@@ -285,7 +358,7 @@ def _warm() -> None:
     # extension modules a render loads (content cache, plan names, limits): each is a dlopen of
     # ~0.5 ms on the render's critical path when the child imports it itself
     import _blake2  # noqa: F401
-    import _sha256  # type: ignore[import-not-found]  # noqa: F401
+    import _sha256  # noqa: F401
     import ctypes  # noqa: F401 - PR_SET_PDEATHSIG for the children forked ahead (_die_with)
     import resource  # noqa: F401
 
@@ -343,9 +416,19 @@ def serve(path: str) -> None:
     import socket
     import time
 
+    from cmp_plugin.launch import write_private
+    from cmp_plugin.sandbox import reaches, undumpable
+
     os.chdir("/")
+    undumpable()  # the key in its memory (and every child's): no /proc/<pid>/mem for the same uid
+    if reaches(os.path.dirname(path)):
+        return  # _socket_path refuses it too: a tool could plant a socket and a key there
     _warm()
     code = _code_files()
+    # a fresh key for each server, in place before its socket is: the callers' proof that they
+    # talk to the server the plugin started, and the server's that a caller is the plugin
+    _KEY[:] = [os.urandom(32)]
+    write_private(os.path.join(os.path.dirname(path), KEY_NAME), _KEY[0])
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     # beside the socket (os.replace is atomic within a directory) and no longer than its name:
     # every path _socket_path accepts must also fit here, in sun_path's 108 bytes
@@ -410,11 +493,26 @@ def serve(path: str) -> None:
 
 
 def _gone(path: str, mine: int) -> bool:
-    """Whether our socket was removed or replaced (another server took over)."""
+    """Whether our socket was removed or replaced (another server took over); else the key is ours.
+
+    Two servers starting at once (a marker that expired under both) each write their key before
+    their socket: the one whose socket stays may find the other's key there, and no caller could
+    prove anything to it. The socket's owner puts its own key back.
+    """
     try:
-        return os.stat(path).st_ino != mine
+        if os.stat(path).st_ino != mine:
+            return True
     except OSError:
         return True
+    from cmp_plugin.launch import open_private, write_private
+
+    key = os.path.join(os.path.dirname(path), KEY_NAME)
+    try:
+        if _KEY and open_private(key, 64) != _KEY[0]:
+            write_private(key, _KEY[0])
+    except OSError:
+        pass
+    return False
 
 
 def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int, int]:
@@ -471,6 +569,7 @@ def _die_with(server: int) -> None:
 
 
 _LIBC: list[Any] = []
+_KEY: list[bytes] = []
 
 
 def _libc() -> Any:
@@ -550,7 +649,14 @@ def _child(conn: Socket) -> None:
 
     try:
         conn.settimeout(REQUEST_TIMEOUT)
-        conn.sendall(HELLO)
+        server_nonce = os.urandom(NONCE)
+        conn.sendall(HELLO + server_nonce)
+        answer = _recv_exact(conn, NONCE + 32)
+        client, server = _peer(conn)[0], os.getppid()  # the server: checked by _prefork
+        expected = proof(_KEY[0], b"client", server_nonce, answer[:NONCE], client, server)
+        if len(answer) != NONCE + 32 or not _same(answer[NONCE:], expected):
+            os._exit(0)  # not the plugin: it learns nothing, not even why
+        conn.sendall(proof(_KEY[0], b"server", server_nonce, answer[:NONCE], client, server))
         fds: list[int] = []
         head, ancdata, _, _ = conn.recvmsg(65536, socket.CMSG_LEN(4 * 4))
         for level, kind, data in ancdata:
