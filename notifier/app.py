@@ -15,13 +15,14 @@ from werkzeug.exceptions import HTTPException
 from driftguard.argocd import ArgoCDClient
 from driftguard.errors import ConfigError
 from driftguard.redact import Redactor
-from notifier import audit, incidents, ops, webhook, whois
+from notifier import audit, ops, webhook, whois
+from notifier.alerts.expand import Expander, system_rules_from_file
+from notifier.alerts.worker import Worker
 from notifier.channels import Channel, build_channels
 from notifier.config import NotifierConfig, load_config
-from notifier.delivery import Worker
-from notifier.expand import Expander, system_rules_from_file
 from notifier.identity import IdentityStore, OutboxIdentityStore, Recorder
 from notifier.journal import Journal, OutboxJournal
+from notifier.journal import routes as journal_routes
 from notifier.logs import configure, event
 from notifier.metrics import NotifierMetrics
 from notifier.outbox import Outbox, open_outbox
@@ -119,7 +120,7 @@ def create_app(settings: NotifierSettings | None = None, *, config: NotifierConf
     app.register_blueprint(webhook.bp)
     app.register_blueprint(ops.bp)
     app.register_blueprint(audit.bp)
-    app.register_blueprint(incidents.bp)
+    app.register_blueprint(journal_routes.bp)
     app.register_blueprint(whois.bp)
 
     @app.errorhandler(413)

@@ -8,7 +8,7 @@ healed object and the change is gone. The observe-only admission webhook saw the
 (driftguard/diff.py), masks it as alerts are masked (driftguard/redact.py) and stores it, bounded,
 beside the identity record (same retention; ``MAX_ROWS``, ``MAX_CHANGES`` per write, short values).
 The worker reads it back when the live read no longer shows a change the webhook body said was
-there (notifier/reverted.py).
+there (notifier/alerts/reverted.py).
 
 Argo CD tracks an object by the label ``app.kubernetes.io/instance`` (the default ``label``
 tracking) or the annotation ``argocd.argoproj.io/tracking-id`` (``annotation`` and
