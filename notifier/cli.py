@@ -1,6 +1,6 @@
 """driftguard-notifier: run the notifier under gunicorn, or check its configuration.
 
-driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4]
+driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4] [--part admission ...]
 driftguard-notifier --check-config
 driftguard-notifier incidents [--app NAME] [--since 7d] [--who alice@example.com] [--json] [--database-url URL]
 driftguard-notifier preview --managed-resources FILE --app FILE --channel feishu|slack|pagerduty [--locale]
@@ -40,6 +40,8 @@ def _main(argv: list[str]) -> int:
         from notifier.preview import main as preview
 
         return preview(argv[1:])
+    from notifier.settings import PARTS
+
     width = max(map(len, COMMANDS))
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier",
@@ -63,6 +65,14 @@ def _main(argv: list[str]) -> int:
     )
     parser.add_argument("--keyfile", default=os.environ.get("DRIFTGUARD_NOTIFIER_TLS_KEY", ""))
     parser.add_argument(
+        "--part",
+        action="append",
+        choices=PARTS,
+        default=[],
+        help="serve only this part (repeat for several; default: all). The admission listener runs "
+        "`--part admission`: it reads no channel config or secret",
+    )
+    parser.add_argument(
         "--check-config",
         action="store_true",
         help="validate settings, config, templates, channels and the outbox, then exit",
@@ -80,20 +90,24 @@ def _main(argv: list[str]) -> int:
             return 2
     from notifier.app import load
 
+    parts = tuple(args.part) or PARTS
     # validated once here, so a bad setting is one line in the pod's log, not a traceback per worker
     try:
-        _, config, channels, outbox = load()
+        _, config, channels, outbox = load(parts=parts)
     except DriftguardError as exc:
         print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
         return 2
     outbox.close()
     if args.check_config:
+        if config is None:
+            print(f"driftguard-notifier: config ok: parts {', '.join(parts)}")
+            return 0
         print(
             f"driftguard-notifier: config ok: channels {', '.join(sorted(channels))}; {len(config.routes)} route(s)"
         )
         return 0
     exec_gunicorn(
-        "notifier.app:create_app()",
+        "notifier.app:create_app()" if parts == PARTS else f"notifier.app:create_app(parts={parts!r})",
         bind=args.bind,
         workers=args.workers,
         threads=args.threads,
