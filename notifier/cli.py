@@ -3,7 +3,7 @@
 driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4] [--part admission ...]
 driftguard-notifier --check-config
 driftguard-notifier incidents [--app NAME] [--since 7d] [--who alice@example.com] [--json] [--database-url URL]
-driftguard-notifier preview --managed-resources FILE --app FILE --channel feishu|slack|pagerduty [--locale]
+driftguard-notifier preview --managed-resources FILE --app FILE --channel TYPE [--locale]  (TYPE: a registered channel)
 """
 
 from __future__ import annotations
