@@ -5,7 +5,7 @@ the store. A caller sends the writes it sees, each as the managedFields entry na
 UID, resourceVersion, field manager, time), and gets back, in the same order, the person whose
 audit or admission record matches by the one join rule (``driftguard.identity.best_match``), or
 ``null``. Only the person, the record's source and its time leave: never groups, source IPs or
-user agents. Reading needs the read token, as the journal does (notifier/incidents.py).
+user agents. Reading needs the read token, as the journal does (notifier/read_access.py).
 
 Bounded both ways: at most ``MAX_WRITES`` writes per question (the body itself is capped by
 ``DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES``), so an answer is at most a few tens of KB.

@@ -1,4 +1,4 @@
-"""The outbox interface: every query the notifier runs, written once for SQLite and PostgreSQL.
+"""The outbox interface: the alert path's queries, written once for SQLite and PostgreSQL.
 
 Tables: ``notifications`` (stored before the 202), ``messages`` (one per channel, each delivered
 and retried on its own; its id is derived from the notification and the channel, so a replayed
@@ -6,16 +6,16 @@ expansion cannot queue it twice), ``sent`` (fingerprints for the dedup window), 
 (apps with open drift: re-checked, resolved when back in sync), ``episodes`` (apps last seen
 OutOfSync and not Synced since: re-checked too, because Argo CD fires its trigger once per
 episode), ``intake`` (idempotency keys of received notifications), ``resolves`` (the last
-resolve queued per app), and issue 21's ``identity_events`` (notifier/identity.py) and
-``drift_journal`` (notifier/journal.py). All of it lives in the store, so every replica shares the
-dedup memory, the open incidents, the identity records and the journal.
+resolve queued per app). The same store holds issue 21's ``identity_events`` (notifier/identity.py)
+and ``drift_journal`` (notifier/journal/store.py), written through the public API of
+``store.py``. All of it lives in the store, so every replica shares the dedup memory, the open
+incidents, the identity records and the journal.
 
 Work is claimed with a lease (``lease_until``, ``owner``): a crashed process's lease runs out and
 another takes the work. A backend supplies the transaction, the row lock of a claim (PostgreSQL:
 ``FOR UPDATE SKIP LOCKED``; SQLite: ``BEGIN IMMEDIATE`` already serialises writers) and the
 singleton lock for the re-check scheduler and the sweeper (PostgreSQL: a transaction-level
-advisory lock). The schema is versioned, forward-only (``MIGRATIONS``), migrated at start-up under
-a lock; a store whose version is newer than this code knows stops start-up.
+advisory lock). The schema of every table is in ``store.py`` (``MIGRATIONS``).
 """
 
 from __future__ import annotations
