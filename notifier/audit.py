@@ -29,9 +29,11 @@ from notifier.logs import event
 from notifier.webhook import MAX_DEPTH, _depth_ok
 from notifier.witness import capture
 
-__all__ = ["bp"]
+__all__ = ["admission_bp", "bp"]
 
 bp = Blueprint("audit", __name__)
+admission_bp = Blueprint("admission", __name__)
+"""``/v1/admission`` alone: the part the admission listener serves (``create_app(parts=("admission",))``)."""
 
 MAX_ITEMS = 5000
 """Most Events in one batch (kube-apiserver's default --audit-webhook-batch-max-size is 400)."""
@@ -122,7 +124,7 @@ def _witness(state: Any, req: dict[str, Any]) -> None:
         event("witness_failed", level=logging.WARNING, error=type(exc).__name__)
 
 
-@bp.post("/v1/admission")
+@admission_bp.post("/v1/admission")
 def admission() -> tuple[Response, int]:
     started = time.perf_counter()
     state = current_app.extensions["driftguard"]

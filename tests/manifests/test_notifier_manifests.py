@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from driftguard.argocd_cm import system_rules_from_file
-from notifier.delivery import RESOLVE_TRIGGERS
+from notifier.alerts import RESOLVE_TRIGGERS
 from notifier.webhook import validate
 
 from .reference import ROOT, install_object, kustomize
