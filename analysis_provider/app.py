@@ -32,13 +32,13 @@ from werkzeug.exceptions import HTTPException
 from analysis_provider import openapi
 from analysis_provider.cache import Coalescing
 from analysis_provider.callers import Caller
-from analysis_provider.gates import FAIL, GATES, INCONCLUSIVE, PASS, GateContext, Verdict
-from analysis_provider.gates.base import APP_ARGS, Arg, parse_args
-from analysis_provider.gates.success_rate import SuccessRateGate
+from analysis_provider.gates import ALL_ARGS, FAIL, GATES, INCONCLUSIVE, PASS, GateContext, Verdict, in_all
+from analysis_provider.gates.base import parse_args
 from analysis_provider.identities import NotifierIdentities
 from analysis_provider.prometheus import Prometheus
 from analysis_provider.settings import AnalysisSettings
 from driftguard.argocd import ArgoCDClient
+from driftguard.argocd_cm import system_rules_from_file
 from driftguard.errors import (
     ConfigError,
     InputError,
@@ -47,8 +47,8 @@ from driftguard.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from driftguard.ignore import JqRunner, rules_from_argocd_cm
-from driftguard.manifests import load_file, safe_load
+from driftguard.ignore import JqRunner
+from driftguard.manifests import safe_load
 from driftguard.metrics import bounded, exposition
 from driftguard.redact import Redactor
 from driftguard.windows import SyncWindow
@@ -56,8 +56,6 @@ from driftguard.windows import SyncWindow
 __all__ = ["create_app"]
 
 bp = Blueprint("gates", __name__)
-ALL_ARGS: dict[str, Arg] = {**APP_ARGS, **SuccessRateGate.args}
-
 
 GATE_NAMES = (*GATES, "all")
 OUTCOMES = (PASS, FAIL, INCONCLUSIVE, "400", "401", "403", "404", "500", "502", "503", "504")
@@ -186,19 +184,7 @@ def _wait(future: Future[Verdict], deadline: float, name: str) -> Verdict:
 
 def _all(args: dict[str, Any], state: dict[str, Any], ctx: GateContext, deadline: float) -> Verdict:
     """Every gate at once, under the request's one deadline: any fail fails; then any error is an error."""
-    app_args = {"app": args["app"], "appNamespace": args["appNamespace"]}
-    names = ["drift", "sync", "freeze"]
-    if args.get("template") or args.get("service"):
-        names.append("success-rate")
-    futures = {
-        name: _submit(
-            name,
-            app_args if name != "success-rate" else {k: args[k] for k in SuccessRateGate.args},
-            state,
-            ctx,
-        )
-        for name in names
-    }
+    futures = {name: _submit(name, own, state, ctx) for name, own in in_all(args)}
     verdicts: list[Verdict] = []
     errors: list[UpstreamError] = []
     for name, future in futures.items():  # all run at once, so waiting in turn costs one deadline
@@ -316,17 +302,7 @@ def create_app(
         if settings.prometheus_url
         else None
     )
-    system_rules = []
-    if settings.argocd_cm_file:
-        from pathlib import Path
-
-        where = Path(settings.argocd_cm_file)
-        data = (
-            {f.name: f.read_text() for f in where.iterdir() if f.is_file()}
-            if where.is_dir()
-            else load_file(where, require_identity=False)[0].obj
-        )
-        system_rules = rules_from_argocd_cm(data)
+    system_rules = system_rules_from_file(settings.argocd_cm_file)
     lookups: Coalescing[Any] = Coalescing(settings.cache_ttl)
     ctx = GateContext(
         argocd=argocd,

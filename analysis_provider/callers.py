@@ -20,7 +20,6 @@ project (otherwise the answer would tell it which names exist in other projects)
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 from driftguard import globs
 from driftguard.errors import ConfigError
+from driftguard.service import bearer_matches
 
 __all__ = ["SETTING", "Caller", "Callers", "load_callers"]
 
@@ -63,10 +63,9 @@ class Callers:
     entries: tuple[Caller, ...]
 
     def find(self, header: str) -> Caller | None:
-        given = header.encode()
         found = None
         for c in self.entries:  # no early return: the time does not say which entry matched
-            if hmac.compare_digest(given, f"Bearer {c.token}".encode()):
+            if bearer_matches(header, c.token):
                 found = c
         return found
 

@@ -191,7 +191,17 @@ def main() -> int:
         }
         port, floor_port = free_port(), free_port()
         cli = str(Path(sys.executable).parent / "driftguard-notifier")
-        argv = [cli, "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "8"]  # as deployed
+        argv = [
+            cli,
+            "--part",
+            "admission",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "8",
+        ]  # as deployed
         argv += ["--certfile", str(t / "tls.crt"), "--keyfile", str(t / "tls.key")]
         with (t / "log").open("wb") as log:
             proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log, start_new_session=True)

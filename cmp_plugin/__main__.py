@@ -21,6 +21,12 @@ def main() -> None:
     (cmp_plugin/preload), before this process limits itself: a server it starts must not
     inherit the one-render CPU limit.
     """
+    if sys.argv[1:] == ["generate"]:
+        # this process holds the Application's environment (ARGOCD_ENV_*): no /proc/<pid>/environ
+        # for a tool another render runs (cmp_plugin/sandbox.py); the native front does the same
+        from cmp_plugin.sandbox import undumpable
+
+        undumpable()
     if sys.argv[1:] == ["generate"] and os.environ.get("DRIFTGUARD_CMP_PRELOAD"):
         from cmp_plugin.preload.client import run_preloaded
         from cmp_plugin.preload.protocol import enabled

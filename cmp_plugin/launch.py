@@ -109,6 +109,10 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     cache, root = cache_dir(environ), scratch_root(environ)
     if not (os.path.isabs(cache) and os.path.isabs(root)):
         return None  # relative: inside the checkout, the tenant's (the settings refuse it)
+    from cmp_plugin.sandbox import reaches
+
+    if reaches(cache):
+        return None  # a tool may write there: a plan found there may be a tool's (sandbox.py)
     from cmp_plugin.memory import try_slot
 
     if not try_slot(environ, cache):
@@ -179,6 +183,10 @@ def record(
     plan = _RS.join((MAGIC, _US.join(items), _US.join(pairs)))
     if early is not None and early.plan == plan:
         return
+    from cmp_plugin.sandbox import reaches
+
+    if reaches(cache):
+        return  # never read there (early_start): a tool may write the cache directory
     path = plan_file(cache, app_name)
     try:
         os.makedirs(cache, mode=0o700, exist_ok=True)

@@ -2,6 +2,6 @@
 
 import sys
 
-from driftguard.cli import main
+from driftguard.diffcmd import main
 
 sys.exit(main())

@@ -39,31 +39,60 @@ and ``prune-candidate``.
 
 The order of the decision follows Argo CD (docs/drift-engine.md lists each rule and its source):
 pair as the controller does (``pairs``), apply Argo's normalizations (driftguard/normalize.py) and
-ignoreDifferences, keep only the changes Argo's three-way merge would make (``_argo_modified``),
+ignoreDifferences, keep only the changes Argo's three-way merge would make (``three_way.argo_modified``),
 and only then classify. A change Argo does not count gets a quiet class (``ignored``,
 ``controller`` or ``admission-default``), so driftguard never alerts where Argo CD shows Synced.
 """
+
+# The records and classes live in drift_classes.py (re-exported here), ownership in ownership.py,
+# the three-way decision in three_way.py, tracking and hooks in argo_objects.py.
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-from driftguard.diff import FieldChange, ListSeg, Segment, diff_objects, pointer
+from driftguard.argo_objects import (
+    annotations_of,
+    csv,
+    ignored_object,
+    is_hook,
+    unmanaged_reason,
+    with_tracking,
+)
+from driftguard.diff import FieldChange, diff_objects, pointer
+from driftguard.drift_classes import (
+    ADMISSION_DEFAULT,
+    ALERTING,
+    ARGOCD_MANAGERS,
+    CLASSES,
+    CONTROLLER,
+    DEFAULT_CONTROLLERS,
+    HUMAN,
+    IGNORED,
+    MISSING,
+    PENDING_SYNC,
+    PRUNE_CANDIDATE,
+    Actor,
+    Classified,
+    Policy,
+    ResourceDrift,
+)
 from driftguard.ignore import IgnoreRules
-from driftguard.k8s_fields import MERGE_LISTS
 from driftguard.manifests import CLUSTER_SCOPED, ResourceKey, cluster_scoped_kinds, group_of, resource_key
-from driftguard.normalize import BUILTIN_GROUPS, LAST_APPLIED, normalize, remarshal_view
+from driftguard.normalize import BUILTIN_GROUPS, normalize, remarshal_view
+from driftguard.ownership import Ownership, lookup, newest
 from driftguard.redact import Redactor
+from driftguard.three_way import argo_modified, ssa_modified
 
 __all__ = [
     "ADMISSION_DEFAULT",
     "ALERTING",
+    "ARGOCD_MANAGERS",
     "CLASSES",
     "CONTROLLER",
+    "DEFAULT_CONTROLLERS",
     "HUMAN",
     "IGNORED",
     "MISSING",
@@ -76,134 +105,14 @@ __all__ = [
     "ResourceDrift",
 ]
 
-HUMAN = "human"
-CONTROLLER = "controller"
-ADMISSION_DEFAULT = "admission-default"
-PENDING_SYNC = "pending-sync"
-IGNORED = "ignored"
-MISSING = "missing"
-PRUNE_CANDIDATE = "prune-candidate"
-CLASSES = (HUMAN, MISSING, PRUNE_CANDIDATE, PENDING_SYNC, CONTROLLER, ADMISSION_DEFAULT, IGNORED)
-ALERTING = frozenset({HUMAN, MISSING, PRUNE_CANDIDATE})
-
-DEFAULT_CONTROLLERS = frozenset(
-    {
-        "kube-controller-manager",  # HPA, Deployment controller, ...
-        "kube-scheduler",
-        "kubelet",
-        "horizontal-pod-autoscaler",
-        "vpa-recommender",
-        "vpa-updater",
-        "vpa-admission-controller",
-        "keda-operator",
-        "cluster-autoscaler",
-        "karpenter",
-    }
-)
-ARGOCD_MANAGERS = frozenset({"argocd-controller", "argocd-application-controller"})
-_LAST_APPLIED = LAST_APPLIED
-_HOOK = "argocd.argoproj.io/hook"
-_HELM_HOOK = "helm.sh/hook"
-_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
 _SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-_SSA_MANAGER = "argocd-controller"  # argo-cd common/common.go ArgoCDSSAManager
-# gitops-engine pkg/sync/common/types.go NewHookType, hook/helm/type.go NewType, and argo-cd
-# controller/hook.go (PreDelete/PostDelete)
-_HOOK_TYPES = frozenset({"PreSync", "Sync", "PostSync", "SyncFail", "Skip", "PreDelete", "PostDelete"})
-_HELM_HOOK_TYPES = frozenset(
-    {"pre-install", "pre-upgrade", "post-upgrade", "post-install", "pre-delete", "post-delete"}
+# Kinds of groups outside client-go's scheme whose scope is known to be namespaced.
+_KNOWN_NAMESPACED: frozenset[tuple[str, str]] = (
+    frozenset(
+        {("argoproj.io", "Rollout"), ("argoproj.io", "AnalysisTemplate"), ("argoproj.io", "Application")}
+    )
+    - CLUSTER_SCOPED
 )
-
-
-@dataclass(frozen=True)
-class Policy:
-    """Which field managers are controllers and which are Argo CD itself."""
-
-    controllers: frozenset[str] = DEFAULT_CONTROLLERS
-    """Managers whose writes are legitimate runtime mutations (never alerted)."""
-    argocd_managers: frozenset[str] = ARGOCD_MANAGERS
-    """Argo CD's own field managers."""
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who last wrote a field, from a managedFields entry."""
-
-    manager: str
-    operation: str = ""
-    time: str | None = None
-    user: str = ""
-    """The person, when an identity record (audit or admission) matched this write (driftguard/identity.py)."""
-    source: str = ""
-    """Where ``user`` came from: ``audit`` or ``admission``."""
-    matched: bool | None = None
-    """None: no identity lookup ran; False: one ran and no record matched; True: ``user`` is set."""
-
-
-@dataclass(frozen=True)
-class Classified:
-    """A field change with its class, the actor when known, and why it got that class."""
-
-    resource: ResourceKey
-    change: FieldChange
-    cls: str
-    actor: Actor | None = None
-    reason: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "resource": {
-                "group": self.resource.group,
-                "kind": self.resource.kind,
-                "namespace": self.resource.namespace,
-                "name": self.resource.name,
-            },
-            "path": self.change.path,
-            "op": self.change.op,
-            "old": self.change.old,
-            "new": self.change.new,
-            "class": self.cls,
-            "reason": self.reason,
-        }
-        if self.actor is not None:
-            out["actor"] = {
-                "manager": self.actor.manager,
-                "operation": self.actor.operation,
-                "time": self.actor.time,
-            }
-            if self.actor.matched is not None:  # an identity lookup ran (notifier/identity.py)
-                out["actor"].update(
-                    user=self.actor.user, source=self.actor.source, matched=self.actor.matched
-                )
-        return out
-
-
-@dataclass
-class ResourceDrift:
-    """One resource's status (synced, modified, missing, prune-candidate) and its classified changes."""
-
-    key: ResourceKey
-    status: str
-    changes: list[Classified] = field(default_factory=list)
-
-    def by_class(self, cls: str) -> list[Classified]:
-        return [c for c in self.changes if c.cls == cls]
-
-    @property
-    def alerting(self) -> list[Classified]:
-        return [c for c in self.changes if c.cls in ALERTING]
-
-
-@dataclass(frozen=True)
-class _Entry:
-    manager: str
-    operation: str
-    time: str
-    fields: dict[str, Any]
-
-    @property
-    def actor(self) -> Actor:
-        return Actor(self.manager, self.operation, self.time or None)
 
 
 class DriftEngine:
@@ -280,7 +189,7 @@ class DriftEngine:
         # RepeatedResourceWarning); a nameless object is keyed generateName + its position
         targets: dict[ResourceKey, tuple[dict[str, Any], list[ResourceKey]]] = {}
         for i, obj in enumerate(desired):
-            if _ignored_object(obj) or _is_hook(obj):
+            if ignored_object(obj) or is_hook(obj):
                 continue  # reconcile.go splitHooks: hooks run, they are not compared
             group = group_of(str(obj.get("apiVersion", "")))
             kind = str(obj.get("kind", ""))
@@ -335,7 +244,7 @@ class DriftEngine:
             )
         if desired is None:
             whole = FieldChange("", "add", None, self.redactor.value(live, kind=key.kind))
-            quiet = _unmanaged_reason(live)
+            quiet = unmanaged_reason(live)
             if quiet is not None:
                 return ResourceDrift(key, "synced", [Classified(key, whole, IGNORED, reason=quiet)])
             reason = "in the cluster, not in Git: Argo CD would prune it"
@@ -343,7 +252,7 @@ class DriftEngine:
                 key, PRUNE_CANDIDATE, [Classified(key, whole, PRUNE_CANDIDATE, reason=reason)]
             )
         live_raw = live_raw or live
-        desired = _with_tracking(desired, live)
+        desired = with_tracking(desired, live)
         options = self.rules.compare_options
         known = self.rules.known_types(key.group, key.kind)
         d = normalize(desired, key.group, key.kind, options=options, known_types=known)
@@ -368,11 +277,11 @@ class DriftEngine:
             changes = _split_added_maps(changes)
             changes = _remarshalled(changes, key.kind) if builtin else changes
             trusted = self.rules.trusted_managers(key.group, key.kind, key.name, key.namespace)
-            ctx = _Context(live_raw, self.policy)
+            ctx = Ownership(live_raw, self.policy)
             # gitops-engine diff.go Diff: server-side apply's structured merge when the app or the
             # object says ServerSideApply=true; the three-way merge on last-applied otherwise
-            ssa = self.server_side_apply or "ServerSideApply=true" in _csv(
-                _annotations(desired).get(_SYNC_OPTIONS)
+            ssa = self.server_side_apply or "ServerSideApply=true" in csv(
+                annotations_of(desired).get(_SYNC_OPTIONS)
             )
             orig: Any = None
             if not predicted and not ssa and isinstance(ctx.last_applied, dict):
@@ -385,11 +294,11 @@ class DriftEngine:
                 if predicted:
                     modified = True
                 elif ssa:
-                    modified = _ssa_modified(c, ctx, merge=merge, kind=key.kind)
-                elif not merge and c.op == "add" and _lookup(d, c.segments) == (True, None):
+                    modified = ssa_modified(c, ctx, merge=merge, kind=key.kind)
+                elif not merge and c.op == "add" and lookup(d, c.segments) == (True, None):
                     modified = True  # a JSON merge patch deletes what Git sets to null
                 else:
-                    modified = _argo_modified(c, orig, merge=merge, group=key.group, kind=key.kind)
+                    modified = argo_modified(c, orig, merge=merge, group=key.group, kind=key.kind)
                 if modified:
                     out.append(self._classify(key, c, ctx, trusted))
                 else:
@@ -413,7 +322,7 @@ class DriftEngine:
         return ResourceDrift(key, status, out)
 
     def _unmodified(
-        self, key: ResourceKey, change: FieldChange, ctx: _Context, trusted: dict[str, str]
+        self, key: ResourceKey, change: FieldChange, ctx: Ownership, trusted: dict[str, str]
     ) -> Classified:
         """A change Argo CD's three-way comparison does not count (the app stays Synced): only
         quiet classes, whoever wrote it."""
@@ -425,26 +334,26 @@ class DriftEngine:
                 )
         ctrl = [o for o in owners if o.manager in self.policy.controllers]
         if ctrl:
-            return Classified(key, change, CONTROLLER, _newest(ctrl).actor, "written by a controller")
+            return Classified(key, change, CONTROLLER, newest(ctrl).actor, "written by a controller")
         others = [o for o in owners if o.manager not in self.policy.argocd_managers]
         if others:
             return Classified(
                 key,
                 change,
                 IGNORED,
-                _newest(others).actor,
+                newest(others).actor,
                 "set in the cluster on a field Git does not declare; Argo CD does not compare it (Synced)",
             )
         return Classified(
             key,
             change,
             ADMISSION_DEFAULT,
-            _newest(owners).actor if owners else None,
+            newest(owners).actor if owners else None,
             "not in Git and not last applied: a default Argo CD does not compare",
         )
 
     def _classify(
-        self, key: ResourceKey, change: FieldChange, ctx: _Context, trusted: dict[str, str]
+        self, key: ResourceKey, change: FieldChange, ctx: Ownership, trusted: dict[str, str]
     ) -> Classified:
         policy = self.policy
         owners = ctx.owners(change.segments) if change.op != "remove" else []
@@ -456,10 +365,10 @@ class DriftEngine:
         if owners:
             ctrl = [o for o in owners if o.manager in policy.controllers]
             if ctrl:
-                return Classified(key, change, CONTROLLER, _newest(ctrl).actor, "written by a controller")
+                return Classified(key, change, CONTROLLER, newest(ctrl).actor, "written by a controller")
             others = [o for o in owners if o.manager not in policy.argocd_managers]
             if not others:
-                actor = _newest(owners).actor
+                actor = newest(owners).actor
                 if change.op == "add" and all(o.operation == "Apply" for o in owners):
                     # server-side apply owns only what Git applied: Git has dropped it since
                     return Classified(
@@ -472,9 +381,9 @@ class DriftEngine:
                 return Classified(
                     key, change, PENDING_SYNC, actor, "Git changed; the cluster holds what Argo CD applied"
                 )
-            return Classified(key, change, HUMAN, _newest(others).actor, "changed outside Git")
+            return Classified(key, change, HUMAN, newest(others).actor, "changed outside Git")
         if ctx.last_applied is not None:
-            in_la, la_value = _lookup(ctx.last_applied, change.segments)
+            in_la, la_value = lookup(ctx.last_applied, change.segments)
             if change.op == "add":
                 if in_la:
                     return Classified(
@@ -539,120 +448,6 @@ def _split_added_maps(changes: list[FieldChange]) -> list[FieldChange]:
     return out
 
 
-class _Context:
-    """The live object's managedFields and last-applied annotation, parsed lazily."""
-
-    def __init__(self, live: Mapping[str, Any], policy: Policy) -> None:
-        meta = live.get("metadata") or {}
-        self.policy = policy
-        self.entries: list[_Entry] = []
-        for e in meta.get("managedFields") or []:
-            if (
-                isinstance(e, dict)
-                and e.get("subresource") != "status"
-                and isinstance(e.get("fieldsV1"), dict)
-            ):
-                self.entries.append(
-                    _Entry(
-                        str(e.get("manager", "")),
-                        str(e.get("operation", "")),
-                        str(e.get("time") or ""),
-                        e["fieldsV1"],
-                    )
-                )
-        self.last_applied: Any = None
-        raw = (meta.get("annotations") or {}).get(_LAST_APPLIED)
-        if isinstance(raw, str):
-            try:
-                self.last_applied = json.loads(raw)
-            except ValueError:
-                self.last_applied = None
-
-    def owners(self, segs: tuple[Segment, ...]) -> list[_Entry]:
-        return [e for e in self.entries if _owns(e.fields, segs)]
-
-    def toucher(self) -> _Entry | None:
-        """The newest non-Argo entry written after Argo CD's newest entry."""
-        argo = [e.time for e in self.entries if e.manager in self.policy.argocd_managers]
-        since = max(argo) if argo else ""
-        later = [e for e in self.entries if e.manager not in self.policy.argocd_managers and e.time > since]
-        return _newest(later) if later else None
-
-
-def _newest(entries: list[_Entry]) -> _Entry:
-    return max(entries, key=lambda e: e.time)
-
-
-def _owns(tree: dict[str, Any], segs: tuple[Segment, ...]) -> bool:
-    """Whether a FieldsV1 tree owns ``segs`` (or an ancestor of it as a leaf, or part of it)."""
-    if not tree:
-        return False
-    node = tree
-    for seg in segs:
-        if not node:
-            return True  # a leaf owns everything below it (atomic field)
-        child = _match_item(node, seg) if isinstance(seg, ListSeg) else node.get(f"f:{seg}")
-        if child is None:
-            return False
-        node = child
-    return True
-
-
-def _match_item(node: dict[str, Any], seg: ListSeg) -> Any:
-    item = seg.item
-    for name, child in node.items():
-        tag = name[:2]
-        if tag == "k:":
-            want = _parse_key(name)
-            if (
-                isinstance(item, dict)
-                and isinstance(want, dict)
-                and all(item.get(k) == v for k, v in want.items())
-            ):
-                return child
-        elif tag == "v:":
-            if _parse_key(name) == item:
-                return child
-        elif tag == "i:" and name[2:] == str(seg.index):
-            return child
-    return None
-
-
-def _parse_key(name: str) -> Any:
-    try:
-        return _json_cached(name[2:])
-    except ValueError:
-        return None
-
-
-@lru_cache(maxsize=4096)
-def _json_cached(text: str) -> Any:
-    return json.loads(text)  # shared between callers: never mutated
-
-
-def _lookup(obj: Any, segs: tuple[Segment, ...]) -> tuple[bool, Any]:
-    """Find ``segs`` in another object (last-applied), keyed list items by key, else by index."""
-    node = obj
-    for seg in segs:
-        if isinstance(seg, ListSeg):
-            if not isinstance(node, list):
-                return False, None
-            if seg.key is not None:
-                found = [i for i in node if isinstance(i, dict) and all(i.get(k) == v for k, v in seg.key)]
-                if not found:
-                    return False, None
-                node = found[0]
-            elif seg.index < len(node):
-                node = node[seg.index]
-            else:
-                return False, None
-        else:
-            if not isinstance(node, dict) or seg not in node:
-                return False, None
-            node = node[seg]
-    return True, node
-
-
 def _state(item: Mapping[str, Any], name: str) -> dict[str, Any] | None:
     raw = item.get(name)
     if raw is None or raw == "" or raw == "null":
@@ -669,169 +464,3 @@ def _state(item: Mapping[str, Any], name: str) -> dict[str, Any] | None:
 def _rule_reason(rules: list[Any]) -> str:
     origins = sorted({r.origin for r in rules if r.json_pointers or r.jq_path_expressions})
     return "ignoreDifferences: " + ", ".join(origins)
-
-
-# Kinds of groups outside client-go's scheme whose scope is known to be namespaced.
-_KNOWN_NAMESPACED: frozenset[tuple[str, str]] = (
-    frozenset(
-        {("argoproj.io", "Rollout"), ("argoproj.io", "AnalysisTemplate"), ("argoproj.io", "Application")}
-    )
-    - CLUSTER_SCOPED
-)
-
-
-def _argo_modified(change: FieldChange, orig: Any, *, merge: bool, group: str = "", kind: str = "") -> bool:
-    """Whether Argo CD's three-way merge (gitops-engine diff.go ThreeWayDiff; ``orig`` is the
-    last-applied configuration, or None when there is none and Git itself stands in: TwoWayDiff)
-    would change this field, i.e. whether it counts towards OutOfSync.
-
-    The patch sets what Git declares (``remove``/``replace`` here: Git has it, the cluster lacks it
-    or differs) and deletes only what was last applied and is gone from Git. A field only the
-    cluster has survives the patch, unless it sits in a list the patch replaces whole: any list of
-    a custom resource (JSON merge patch) or a built-in list without ``patchStrategy: merge``
-    (strategic merge; driftguard/k8s_fields.py MERGE_LISTS). A merged list's order alone is not a
-    change (strategic merge sends ``$setElementOrder`` only with other changes to the list).
-    """
-    segs = change.segments
-    if change.op == "replace" and change.reorder:
-        return not (merge and _merged_list(segs, len(segs), kind))
-    if change.op != "add":
-        return True
-    # diff.go statefulSetWorkaround: live fields the original lacks are dropped from the claim
-    # templates before the patch (the API server defaults them where Argo cannot)
-    if (
-        group in ("apps", "extensions")
-        and kind == "StatefulSet"
-        and segs[:2] == ("spec", "volumeClaimTemplates")
-        and len(segs) > 3
-    ):
-        return orig is not None and _lookup(orig, segs)[0]
-    for i, seg in enumerate(segs):
-        if isinstance(seg, ListSeg) and not (merge and _merged_list(segs, i, kind)):
-            return True
-    if orig is None:
-        return False
-    return _lookup(orig, segs)[0]
-
-
-def _ssa_modified(change: FieldChange, ctx: _Context, *, merge: bool, kind: str) -> bool:
-    """Whether server-side apply of Git as Argo CD's manager would change this field
-    (gitops-engine diff.go structuredMergeDiff): Git's values are set; a field only the cluster
-    has is removed only when Argo CD's apply owned it and no other manager does; a list the
-    schema treats as atomic is replaced whole."""
-    segs = change.segments
-    if change.op == "replace" and change.reorder:
-        return not (merge and _merged_list(segs, len(segs), kind))
-    if change.op != "add":
-        return True
-    if any(
-        isinstance(seg, ListSeg) and not (merge and _merged_list(segs, i, kind)) for i, seg in enumerate(segs)
-    ):
-        return True
-    owners = ctx.owners(segs)
-    ours = [o for o in owners if o.manager == _SSA_MANAGER and o.operation == "Apply"]
-    return bool(ours) and len(ours) == len(owners)
-
-
-def _merged_list(segs: tuple[Segment, ...], i: int, kind: str) -> bool:
-    """Whether the list whose item is ``segs[i]`` (or that ``segs[:i]`` names) merges by key."""
-    name = segs[i - 1] if i >= 1 and isinstance(segs[i - 1], str) else None
-    if name is None:
-        return False
-    j = i - 2
-    if j < 0:
-        parent: Segment | None = "^" + kind
-    elif isinstance(segs[j], str):
-        parent = segs[j]
-    else:  # inside a list item: the item's struct sits under the list's field name
-        parent = segs[j - 1] if j >= 1 and isinstance(segs[j - 1], str) else None
-    return isinstance(parent, str) and (parent, name) in MERGE_LISTS
-
-
-_TRACKING_ID = "argocd.argoproj.io/tracking-id"  # common/common.go AnnotationKeyAppInstance
-_INSTALLATION_ID = "argocd.argoproj.io/installation-id"  # common/common.go AnnotationInstallationID
-_INSTANCE_LABEL = "app.kubernetes.io/instance"  # common/common.go LabelKeyAppInstance
-
-
-def _with_tracking(desired: dict[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
-    """Git's object with the tracking metadata Argo CD puts on every target before it compares
-    (controller/state.go NormalizeTargetObjects -> util/argo/resource_tracking.go SetAppInstance).
-
-    A rendered manifest never carries it, so the live object's values stand in (they are what
-    Argo CD set for this app): the tracking-id and installation-id annotations, and the instance
-    label when the app tracks by label (no tracking-id) or the label names the tracking-id's app.
-    """
-    meta = live.get("metadata")
-    if not isinstance(meta, dict):
-        return desired
-    live_ann = meta.get("annotations")
-    live_ann = live_ann if isinstance(live_ann, dict) else {}
-    live_labels = meta.get("labels")
-    live_labels = live_labels if isinstance(live_labels, dict) else {}
-    if (
-        _TRACKING_ID not in live_ann
-        and _INSTALLATION_ID not in live_ann
-        and _INSTANCE_LABEL not in live_labels
-    ):
-        return desired  # the common case on the --desired/--live path of a plain cluster
-    add_ann = {k: live_ann[k] for k in (_TRACKING_ID, _INSTALLATION_ID) if isinstance(live_ann.get(k), str)}
-    add_labels: dict[str, Any] = {}
-    label = live_labels.get(_INSTANCE_LABEL)
-    if isinstance(label, str):
-        tracking = live_ann.get(_TRACKING_ID)
-        if not isinstance(tracking, str) or tracking.split(":", 1)[0][:63] == label:
-            add_labels[_INSTANCE_LABEL] = label
-    d_meta = desired.get("metadata")
-    if not (add_ann or add_labels) or not isinstance(d_meta, dict):
-        return desired
-    d_ann = d_meta.get("annotations") if isinstance(d_meta.get("annotations"), dict) else {}
-    d_labels = d_meta.get("labels") if isinstance(d_meta.get("labels"), dict) else {}
-    add_ann = {k: v for k, v in add_ann.items() if k not in (d_ann or {})}
-    add_labels = {k: v for k, v in add_labels.items() if k not in (d_labels or {})}
-    if not (add_ann or add_labels):
-        return desired
-    new_meta = dict(d_meta)
-    if add_ann:
-        new_meta["annotations"] = {**(d_ann or {}), **add_ann}
-    if add_labels:
-        new_meta["labels"] = {**(d_labels or {}), **add_labels}
-    return {**desired, "metadata": new_meta}
-
-
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, dict) else None
-    return ann if isinstance(ann, dict) else {}
-
-
-def _csv(value: Any) -> list[str]:
-    return [p.strip() for p in str(value).split(",") if p.strip()] if value is not None else []
-
-
-def _is_hook(obj: Mapping[str, Any]) -> bool:
-    """gitops-engine pkg/sync/hook/hook.go IsHook (+ argo-cd controller/hook.go isHook)."""
-    ann = _annotations(obj)
-    if _HOOK in ann:
-        return [t for t in _csv(ann[_HOOK]) if t in _HOOK_TYPES] != ["Skip"]
-    return _HELM_HOOK in ann and ann[_HELM_HOOK] != "crd-install"
-
-
-def _ignored_object(obj: Mapping[str, Any]) -> bool:
-    """gitops-engine pkg/sync/ignore/ignore.go Ignore (a hook annotation naming no hook type) and
-    hook.go Skip (``argocd.argoproj.io/hook: Skip``): not part of the comparison."""
-    ann = _annotations(obj)
-    if _HOOK in ann:
-        types = [t for t in _csv(ann[_HOOK]) if t in _HOOK_TYPES]
-        return not types or types == ["Skip"]
-    if _HELM_HOOK in ann and ann[_HELM_HOOK] != "crd-install":
-        return not [t for t in _csv(ann[_HELM_HOOK]) if t in _HELM_HOOK_TYPES]
-    return False
-
-
-def _unmanaged_reason(live: Mapping[str, Any]) -> str | None:
-    """Why a cluster-only resource does not make the app OutOfSync (controller/state.go), or None."""
-    if _is_hook(live) or _ignored_object(live):
-        return "a hook: Argo CD runs hooks, it does not compare or prune them"
-    if "IgnoreExtraneous" in _csv(_annotations(live).get(_COMPARE_OPTIONS)):
-        return "compare-options IgnoreExtraneous: Argo CD keeps the app Synced (a sync with prune would delete it)"
-    return None

@@ -1,8 +1,8 @@
 """Argo CD's ignoreDifferences, applied exactly as Argo CD applies them.
 
-Rules come from an Application's ``spec.ignoreDifferences[]`` and from argocd-cm
-(``resource.customizations.ignoreDifferences.<group>_<Kind>``, ``...ignoreDifferences.all``, and
-the older ``resource.customizations`` block). A rule matches a resource when its group and kind
+Rules come from an Application's ``spec.ignoreDifferences[]`` and from argocd-cm (read and merged
+by ``driftguard.argocd_cm.rules_from_argocd_cm``: the ``resource.customizations`` block and the
+split ``resource.customizations.<type>.<group>_<Kind>`` keys, as Argo CD merges them). A rule matches a resource when its group and kind
 glob-match (gobwas globs as Argo CD's util/glob: ``*`` spans dots, ``{a,b}`` alternatives) and its name and namespace, when set, are
 equal. ``jsonPointers`` are removed from both sides (a pointer to a missing path is skipped, not an
 error); ``jqPathExpressions`` run as ``del(<expr>)`` in a real jq with a timeout (Argo CD's default
@@ -10,7 +10,7 @@ error); ``jqPathExpressions`` run as ``del(<expr>)`` in a real jq with a timeout
 are dropped. ``managedFieldsManagers`` are returned for the drift classifier: fields those
 managers own are not drift.
 
-argocd-cm carries two more things the comparison needs, returned as rules that ignore nothing
+argocd-cm carries two more things the comparison needs, which come as rules that ignore nothing
 (``purpose`` "config") so that one list still describes everything in force:
 ``resource.customizations.knownTypeFields.<group>_<Kind>`` (and ``knownTypeFields`` in the older
 block; argo-cd util/argo/normalizers/knowntypes_normalizer.go, with its built-in argoproj.io/Rollout
@@ -29,18 +29,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from driftguard import globs
 from driftguard.diff import unescape
 from driftguard.errors import InputError
 from driftguard.normalize import CompareOptions
 
-__all__ = ["IgnoreRule", "IgnoreRules", "JqRunner", "rules_from_application", "rules_from_argocd_cm"]
+__all__ = ["IgnoreRule", "IgnoreRules", "JqRunner", "rules_from_application"]
 
-CM_PREFIX = "resource.customizations.ignoreDifferences."
-KNOWN_TYPES_PREFIX = "resource.customizations.knownTypeFields."
-COMPARE_OPTIONS = "resource.compareoptions"
 # knowntypes_normalizer.go ensureDefaultCRDsConfigured: unless argocd-cm says otherwise
 DEFAULT_KNOWN_TYPES = {("argoproj.io", "Rollout"): (("spec.template.spec", "core/v1/PodSpec"),)}
 
@@ -122,85 +117,6 @@ def rules_from_application(app: Mapping[str, Any]) -> list[IgnoreRule]:
         IgnoreRule.from_dict(e, origin=f"Application {name} ignoreDifferences[{i}]")
         for i, e in enumerate(entries)
     ]
-
-
-def rules_from_argocd_cm(data: Mapping[str, Any]) -> list[IgnoreRule]:
-    """System-level rules from argocd-cm ``data`` (or the whole ConfigMap)."""
-    if "data" in data and isinstance(data.get("data"), Mapping):
-        data = data["data"]
-    rules: list[IgnoreRule] = []
-    for key, value in sorted(data.items()):
-        if key == COMPARE_OPTIONS:
-            rules.append(_compare_options(value))
-        elif key.startswith(KNOWN_TYPES_PREFIX):
-            group, kind = _split_group_kind(key[len(KNOWN_TYPES_PREFIX) :], "_")
-            rules.append(_known_types(value, group, kind, origin=f"argocd-cm {key}"))
-        elif key.startswith(CM_PREFIX):
-            suffix = key[len(CM_PREFIX) :]
-            group, kind = ("*", "*") if suffix == "all" else _split_group_kind(suffix, "_")
-            rules.append(_rule_from_yaml(value, group, kind, origin=f"argocd-cm {key}"))
-        elif key == "resource.customizations":
-            blob = _yaml(value, "argocd-cm resource.customizations")
-            for gk, override in (blob or {}).items():
-                group, kind = _split_group_kind(str(gk), "/")
-                origin = f"argocd-cm resource.customizations {gk}"
-                if isinstance(override, Mapping) and "ignoreDifferences" in override:
-                    rules.append(_rule_from_yaml(override["ignoreDifferences"], group, kind, origin=origin))
-                if isinstance(override, Mapping) and override.get("knownTypeFields"):
-                    rules.append(_known_types(override["knownTypeFields"], group, kind, origin=origin))
-    return rules
-
-
-def _compare_options(value: Any) -> IgnoreRule:
-    origin = f"argocd-cm {COMPARE_OPTIONS}"
-    raw = _yaml(value, origin) or {}
-    if not isinstance(raw, Mapping):
-        raise InputError(f"{origin}: must be a mapping")
-    status = raw.get("ignoreResourceStatusField", "all")
-    # YAML reads an unquoted off/false as a boolean; settings.go accepts both spellings
-    status = "none" if status is False else str(status or "all")
-    return IgnoreRule(
-        group="*",
-        kind="*",
-        origin=origin,
-        compare_options=CompareOptions(
-            ignore_aggregated_roles=bool(raw.get("ignoreAggregatedRoles", False)),
-            ignore_resource_status_field=status,
-        ),
-    )
-
-
-def _known_types(value: Any, group: str, kind: str, *, origin: str) -> IgnoreRule:
-    raw = _yaml(value, origin) or []
-    if not isinstance(raw, list):
-        raise InputError(f"{origin}: knownTypeFields must be a list of {{field, type}}")
-    fields = []
-    for item in raw:
-        if not isinstance(item, Mapping) or not isinstance(item.get("field"), str):
-            raise InputError(f"{origin}: each knownTypeFields entry needs a field and a type")
-        fields.append((item["field"], str(item.get("type") or "")))
-    return IgnoreRule(group=group, kind=kind, origin=origin, known_type_fields=tuple(fields))
-
-
-def _split_group_kind(text: str, sep: str) -> tuple[str, str]:
-    group, _, kind = text.rpartition(sep)
-    return group, kind
-
-
-def _yaml(value: Any, origin: str) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return yaml.safe_load(value)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{origin}: invalid YAML: {exc}") from exc
-
-
-def _rule_from_yaml(value: Any, group: str, kind: str, *, origin: str) -> IgnoreRule:
-    raw = _yaml(value, origin) or {}
-    if not isinstance(raw, Mapping):
-        raise InputError(f"{origin}: must be a mapping")
-    return IgnoreRule.from_dict({**raw, "group": group, "kind": kind}, origin=origin)
 
 
 # --- jq, isolated so that a runaway expression can be killed -------------------------------------

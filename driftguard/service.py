@@ -19,6 +19,7 @@ __all__ = [
     "check_redact_key",
     "exec_gunicorn",
     "refuse_old_salt",
+    "secret_matches",
 ]
 
 REDACT_KEY_ENV = "DRIFTGUARD_REDACT_KEY"
@@ -39,9 +40,18 @@ def check_auth(auth: str, token: str, *, prefix: str) -> None:
 
 def bearer_matches(header: str, *tokens: str) -> bool:
     """Whether an ``Authorization`` header carries one of ``tokens`` (constant time; empty ones never match)."""
+    return secret_matches(header, *(f"Bearer {t}" for t in tokens if t))
+
+
+def secret_matches(given: str, *secrets: str) -> bool:
+    """Whether ``given`` is one of ``secrets``, compared in constant time; empty secrets never match.
+
+    Every comparison of something a client sent with a token or a value derived from one goes
+    through here (or ``bearer_matches``), never ``==``.
+    """
     import hmac
 
-    return any(t and hmac.compare_digest(header.encode(), f"Bearer {t}".encode()) for t in tokens)
+    return any(s and hmac.compare_digest(given.encode(), s.encode()) for s in secrets)
 
 
 def check_redact_key(key: bytes, *, tokens: tuple[str, ...]) -> bytes:

@@ -15,7 +15,6 @@ Both feed the identity store (notifier/identity.py) with who wrote which object,
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import time
@@ -25,13 +24,16 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from driftguard.errors import StoreUnavailable
 from driftguard.identity import IdentityEvent, from_admission, from_audit
+from driftguard.service import bearer_matches
 from notifier.logs import event
 from notifier.webhook import MAX_DEPTH, _depth_ok
 from notifier.witness import capture
 
-__all__ = ["bp"]
+__all__ = ["admission_bp", "bp"]
 
 bp = Blueprint("audit", __name__)
+admission_bp = Blueprint("admission", __name__)
+"""``/v1/admission`` alone: the part the admission listener serves (``create_app(parts=("admission",))``)."""
 
 MAX_ITEMS = 5000
 """Most Events in one batch (kube-apiserver's default --audit-webhook-batch-max-size is 400)."""
@@ -42,8 +44,7 @@ def _error(status: int, message: str) -> tuple[Response, int]:
 
 
 def _authorized(token: str) -> bool:
-    given = request.headers.get("Authorization", "")
-    return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    return bearer_matches(request.headers.get("Authorization", ""), token)
 
 
 def _json_body() -> Any:
@@ -123,7 +124,7 @@ def _witness(state: Any, req: dict[str, Any]) -> None:
         event("witness_failed", level=logging.WARNING, error=type(exc).__name__)
 
 
-@bp.post("/v1/admission")
+@admission_bp.post("/v1/admission")
 def admission() -> tuple[Response, int]:
     started = time.perf_counter()
     state = current_app.extensions["driftguard"]

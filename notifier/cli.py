@@ -1,9 +1,9 @@
 """driftguard-notifier: run the notifier under gunicorn, or check its configuration.
 
-driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4]
+driftguard-notifier [--bind 0.0.0.0:8080] [--workers 2] [--threads 4] [--part admission ...]
 driftguard-notifier --check-config
 driftguard-notifier incidents [--app NAME] [--since 7d] [--who alice@example.com] [--json] [--database-url URL]
-driftguard-notifier preview --managed-resources FILE --app FILE --channel feishu|slack|pagerduty [--locale]
+driftguard-notifier preview --managed-resources FILE --app FILE --channel TYPE [--locale]  (TYPE: a registered channel)
 """
 
 from __future__ import annotations
@@ -20,75 +20,6 @@ from driftguard.service import exec_gunicorn
 __all__ = ["main"]
 
 
-def incidents(argv: list[str]) -> int:
-    """The drift journal for the terminal (``kubectl exec deploy/driftguard-notifier -- driftguard-notifier incidents``)."""
-    import json
-
-    from notifier.incidents import parse_since
-    from notifier.journal import OutboxJournal, summary
-    from notifier.outbox import Outbox, SqliteOutbox
-
-    parser = argparse.ArgumentParser(
-        prog="driftguard-notifier incidents", description="drift episodes, newest first"
-    )
-    parser.add_argument("--app", default="", help="Application name or namespace/name")
-    parser.add_argument("--who", default="", help="a person or a field manager")
-    parser.add_argument(
-        "--since", default="7d", help="epoch, RFC 3339, or a duration: 90m, 24h, 7d (default 7d)"
-    )
-    parser.add_argument("--limit", type=int, default=50)
-    parser.add_argument("--json", action="store_true", help="the /v1/incidents answer")
-    parser.add_argument(
-        "--outbox",
-        default=os.environ.get("DRIFTGUARD_NOTIFIER_OUTBOX", "/var/lib/driftguard/outbox.sqlite3"),
-        help="the outbox file (DRIFTGUARD_NOTIFIER_OUTBOX)",
-    )
-    parser.add_argument(
-        "--database-url",
-        default=os.environ.get("DRIFTGUARD_NOTIFIER_DATABASE_URL", ""),
-        help="the PostgreSQL outbox the replicas share (DRIFTGUARD_NOTIFIER_DATABASE_URL); wins over --outbox",
-    )
-    args = parser.parse_args(argv)
-    try:
-        since = parse_since(args.since)
-        outbox: Outbox
-        if args.database_url:
-            from notifier.outbox.postgres import PostgresOutbox
-
-            outbox = PostgresOutbox(args.database_url)
-        elif not Path(args.outbox).is_file():
-            raise DriftguardError(
-                f"{args.outbox} does not exist (set DRIFTGUARD_NOTIFIER_OUTBOX or --outbox,"
-                " or DRIFTGUARD_NOTIFIER_DATABASE_URL for PostgreSQL)"
-            )
-        else:
-            outbox = SqliteOutbox(Path(args.outbox))
-        episodes = OutboxJournal(outbox).episodes(app=args.app, who=args.who, since=since, limit=args.limit)
-        outbox.close()
-    except (ValueError, DriftguardError) as exc:
-        print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps({"episodes": episodes, "summary": summary(episodes)}, indent=2, ensure_ascii=False))
-        return 0
-    if not episodes:
-        print("no drift episode matches")
-        return 0
-    for e in episodes:
-        d = e["durations_ms"]
-        alert = "-" if d["to_alert"] is None else f"{d['to_alert'] / 1000:.1f}s"
-        heal = "open" if e["open"] else f"{d['to_heal'] / 1000:.1f}s ({e['healed_by']})"
-        fields = ", ".join(f"{c['kind']} {c['name']} {c['path'] or '(object)'}" for c in e["changes"][:3])
-        more = f" +{len(e['changes']) - 3}" if len(e["changes"]) > 3 else ""
-        print(f"{e['changed_at']}  {e['app']}  {e['actor']}")
-        print(f"    {fields}{more}")
-        print(f"    alerted after {alert} on {', '.join(e['alerted_at']) or 'no channel'}; healed: {heal}")
-    s = summary(episodes)
-    people = ", ".join(f"{p['who']} ({p['episodes']})" for p in s["top_people"])
-    print(f"{s['episodes']} episode(s); top people: {people}")
-    return 0
-
-
 # the subcommands, dispatched before the server's own options are parsed; --help lists them
 COMMANDS = {
     "incidents": "the drift journal: episodes, who changed what, time to alert and to heal",
@@ -102,11 +33,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["incidents"]:
+        from notifier.journal.command import main as incidents
+
         return incidents(argv[1:])
     if argv[:1] == ["preview"]:
         from notifier.preview import main as preview
 
         return preview(argv[1:])
+    from notifier.settings import PARTS
+
     width = max(map(len, COMMANDS))
     parser = argparse.ArgumentParser(
         prog="driftguard-notifier",
@@ -130,6 +65,14 @@ def _main(argv: list[str]) -> int:
     )
     parser.add_argument("--keyfile", default=os.environ.get("DRIFTGUARD_NOTIFIER_TLS_KEY", ""))
     parser.add_argument(
+        "--part",
+        action="append",
+        choices=PARTS,
+        default=[],
+        help="serve only this part (repeat for several; default: all). The admission listener runs "
+        "`--part admission`: it reads no channel config or secret",
+    )
+    parser.add_argument(
         "--check-config",
         action="store_true",
         help="validate settings, config, templates, channels and the outbox, then exit",
@@ -147,20 +90,24 @@ def _main(argv: list[str]) -> int:
             return 2
     from notifier.app import load
 
+    parts = tuple(args.part) or PARTS
     # validated once here, so a bad setting is one line in the pod's log, not a traceback per worker
     try:
-        _, config, channels, outbox = load()
+        _, config, channels, outbox = load(parts=parts)
     except DriftguardError as exc:
         print(f"driftguard-notifier: error: {exc}", file=sys.stderr)
         return 2
     outbox.close()
     if args.check_config:
+        if config is None:
+            print(f"driftguard-notifier: config ok: parts {', '.join(parts)}")
+            return 0
         print(
             f"driftguard-notifier: config ok: channels {', '.join(sorted(channels))}; {len(config.routes)} route(s)"
         )
         return 0
     exec_gunicorn(
-        "notifier.app:create_app()",
+        "notifier.app:create_app()" if parts == PARTS else f"notifier.app:create_app(parts={parts!r})",
         bind=args.bind,
         workers=args.workers,
         threads=args.threads,

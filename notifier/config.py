@@ -32,9 +32,10 @@ from driftguard.drift import ALERTING, PENDING_SYNC
 from driftguard.errors import ConfigError
 from driftguard.report import SEVERITIES, DriftReport
 
-__all__ = ["ChannelConfig", "NotifierConfig", "Route", "load_config"]
+__all__ = ["LOCALES", "ChannelConfig", "NotifierConfig", "Route", "load_config"]
 
 LOCALES = ("zh-CN", "en")
+"""The locales a channel may ask for: the templates (notifier/templates/) and fallback texts exist in each."""
 ROUTABLE = (*sorted(ALERTING), PENDING_SYNC)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

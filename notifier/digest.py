@@ -114,7 +114,7 @@ def _when(raw: Any, tz: ZoneInfo, now: datetime, locale: str = "en") -> dict[str
 
 
 def _reverted(raw: Any, tz: ZoneInfo, locale: str) -> dict[str, Any] | None:
-    """When and by what a drift was put back (notifier/reverted.py): the clock in the channel's zone."""
+    """When and by what a drift was put back (notifier/alerts/reverted.py): the clock in the channel's zone."""
     if not isinstance(raw, dict):
         return None
     when = _parse_time(raw.get("at"))

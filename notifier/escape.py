@@ -1,16 +1,12 @@
-"""Per-channel escaping of every value that comes from the cluster or Git (names, paths, values, managers).
+"""The escaping every channel shares: a view's cluster- or Git-sourced strings passed through the
+channel's own escape function (``escaped``), line by line (``by_line``), on one line (``one_line``).
 
 A ConfigMap value is attacker-controlled text for anyone who can write to a namespace: it must
 never become a mention, a link or formatting in a chat. Channels escape a copy of the digest
-with one of these before the templates see it; plain-text fields (card and Slack headers,
-PagerDuty's summary) are rendered from the raw digest and need only line breaks removed.
-
-- Feishu ``markdown`` (card JSON 2.0): markdown specials and ``<``/``>``/``&`` become HTML
-  entities, so ``<at id=all></at>`` and ``[x](https://...)`` show as text; a URL's ``://`` gets
-  a zero-width space so it is not auto-linked.
-- Slack mrkdwn: ``&``, ``<``, ``>`` are the only characters Slack lets one escape (its "Formatting
-  text" guide); so values go inside inline code, where ``*_~`` are literal, and a backtick in a
-  value becomes U+02CB (a lookalike) so the span cannot be closed from inside.
+with their own function before the templates see it (Feishu ``feishu_md`` in
+notifier/channels/feishu.py, Slack ``slack_code`` and ``slack_text`` in notifier/channels/slack.py);
+plain-text fields (card and Slack headers, PagerDuty's summary) are rendered from the raw digest and
+need only line breaks removed.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["OURS", "escaped", "feishu_md", "slack_code", "slack_text"]
+__all__ = ["NAMED_BY_CLUSTER", "OURS", "by_line", "escaped", "one_line"]
 
 OURS = frozenset(
     {
@@ -40,29 +36,10 @@ resource link's cluster parts are percent-encoded)."""
 NAMED_BY_CLUSTER = frozenset({"counts"})
 """Mappings whose keys come from the cluster (a notice's counts by kind)."""
 
-_FEISHU = {c: f"&#{ord(c)};" for c in "*_~`[]()#|\\{}"}
-_FEISHU.update({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
-
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """Line breaks (and other vertical space) folded into single spaces."""
     return " ".join(text.split()) if any(c in text for c in "\n\r\t\v\f\u2028\u2029") else text
-
-
-def feishu_md(text: str) -> str:
-    """Literal text inside a Feishu markdown component."""
-    text = _one_line(text).replace("://", ":\u200b//")
-    return "".join(_FEISHU.get(c, c) for c in text)
-
-
-def slack_text(text: str) -> str:
-    """Slack's three control characters escaped (for ``text`` fallbacks and outside code)."""
-    return _one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def slack_code(text: str) -> str:
-    """A value to put between backticks: nothing in it can close the span or format."""
-    text = slack_text(text).replace("`", "\u02cb").replace("://", ":\u200b//")
-    return text if text.strip() else "-"
 
 
 def escaped(value: Any, fn: Callable[[str], str], key: str = "") -> Any:

@@ -1,7 +1,7 @@
 """The identity store: audit and admission records of who wrote what, kept for a retention window.
 
 Its own table, ``identity_events``, in the outbox's store: the SQLite file or the PostgreSQL
-database the replicas share (schema version 3 of notifier/outbox/base.py ``MIGRATIONS``). The SQL
+database the replicas share (schema version 3 of notifier/outbox/store.py ``MIGRATIONS``). The SQL
 is written once, as the outbox's is; the outbox backend supplies the transaction, the ``?``
 placeholders' translation and the singleton lock. So an audit batch received by one replica is
 joined into an alert another replica sends. :class:`~driftguard.identity.IdentityStore` is the
@@ -29,8 +29,7 @@ from typing import Any
 
 from driftguard.errors import StoreUnavailable
 from driftguard.identity import IdentityEvent, IdentityStore, attribute
-from notifier.outbox import Outbox
-from notifier.outbox.base import LOCK_IDENTITY
+from notifier.outbox.store import LOCK_IDENTITY, Store
 
 __all__ = ["SOURCES", "IdentityStore", "OutboxIdentityStore", "Recorder", "attribute"]
 
@@ -46,7 +45,7 @@ _COLUMNS = (
 class OutboxIdentityStore:
     """:class:`IdentityStore` in the outbox's store (SQLite or PostgreSQL)."""
 
-    def __init__(self, outbox: Outbox, *, retention: float = 86400.0, max_rows: int = 100_000) -> None:
+    def __init__(self, outbox: Store, *, retention: float = 86400.0, max_rows: int = 100_000) -> None:
         self.outbox = outbox
         self.retention = retention
         self.max_rows = max_rows
@@ -88,9 +87,8 @@ class OutboxIdentityStore:
         ]
         ox = self.outbox
         try:
-            with ox._tx() as db:
-                added = ox._many(
-                    db,
+            with ox.transaction() as tx:
+                added = tx.execute_many(
                     f"INSERT INTO identity_events({_COLUMNS}) VALUES ({','.join('?' * 21)})"  # noqa: S608 - fixed text
                     " ON CONFLICT(source, event_id) DO NOTHING",
                     rows,
@@ -112,18 +110,17 @@ class OutboxIdentityStore:
         now = time.time() if now is None else now
         ox = self.outbox
         self._pruned_at, self._since_prune = now, 0
-        with ox._tx() as db:
-            if not ox._singleton(db, LOCK_IDENTITY):
+        with ox.transaction() as tx:
+            if not tx.singleton(LOCK_IDENTITY):
                 return False
-            ox._x(db, "DELETE FROM identity_events WHERE at<?", (now - self.retention,))
+            tx.execute("DELETE FROM identity_events WHERE at<?", (now - self.retention,))
             for source in SOURCES:  # each source within its own bound: one cannot evict the other
-                count = ox._x(
-                    db, "SELECT count(*) AS n FROM identity_events WHERE source=?", (source,)
+                count = tx.execute(
+                    "SELECT count(*) AS n FROM identity_events WHERE source=?", (source,)
                 ).fetchone()["n"]
                 excess = int(count) - self.max_rows
                 if excess > 0:
-                    ox._x(
-                        db,
+                    tx.execute(
                         "DELETE FROM identity_events WHERE source=? AND event_id IN"
                         " (SELECT event_id FROM identity_events WHERE source=? ORDER BY at LIMIT ?)",
                         (source, source, excess),
@@ -132,18 +129,16 @@ class OutboxIdentityStore:
 
     def candidates(self, *, namespace: str, name: str, uid: str) -> list[IdentityEvent]:
         cutoff = time.time() - self.retention
-        ox = self.outbox
-        rows = ox._x(
-            ox._conn(),
+        rows = self.outbox.read(
             f"SELECT {_COLUMNS} FROM identity_events WHERE ((namespace=? AND name=?) OR (uid<>'' AND uid=?))"  # noqa: S608
             " AND at>=? ORDER BY at DESC LIMIT 500",
             (namespace, name, uid, cutoff),
-        ).fetchall()
-        return [_event(dict(r)) for r in rows]
+        )
+        return [_event(r) for r in rows]
 
     def count(self) -> int:
-        ox = self.outbox
-        return int(ox._x(ox._conn(), "SELECT count(*) AS n FROM identity_events").fetchone()["n"])
+        row = self.outbox.read_one("SELECT count(*) AS n FROM identity_events")
+        return int(row["n"]) if row else 0
 
 
 class Recorder:

@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from driftguard.service import bearer_matches
-from notifier.incidents import OPENAPI_PATHS as _IDENTITY_PATHS
+from notifier.journal.routes import OPENAPI_PATHS as _IDENTITY_PATHS
 from notifier.whois import OPENAPI_PATHS as _WHOIS_PATHS
 
 __all__ = ["OPENAPI", "bp"]

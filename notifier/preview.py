@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from driftguard.errors import DriftguardError
-from notifier.channels.base import ALERT, RESOLVE
+from notifier.channels import ALERT, FACTORIES, RESOLVE
 
 __all__ = ["main"]
 
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
         "--managed-resources", required=True, help="Argo CD's managed-resources answer (JSON)"
     )
     parser.add_argument("--app", required=True, help="the Application (JSON or YAML)")
-    parser.add_argument("--channel", required=True, choices=("feishu", "slack", "pagerduty"))
+    parser.add_argument("--channel", required=True, choices=tuple(FACTORIES))
     parser.add_argument("--locale", choices=("zh-CN", "en"), default="")
     parser.add_argument(
         "--time-zone", default="", help="IANA zone for times (default: config timeZone, else UTC)"
@@ -69,11 +69,10 @@ def main(argv: list[str]) -> int:
 
 
 def render(args: argparse.Namespace) -> dict[str, Any]:
+    from driftguard.argocd_cm import system_rules_from_file
     from driftguard.redact import Redactor
     from driftguard.report import AppInfo, build_report
-    from notifier.channels import FACTORIES
     from notifier.config import ChannelConfig, load_config, parse_config
-    from notifier.expand import system_rules_from_file
     from notifier.render import Templates, view
 
     app = _read(args.app, "the Application")
@@ -85,7 +84,8 @@ def render(args: argparse.Namespace) -> dict[str, Any]:
         if env.get("DRIFTGUARD_NOTIFIER_CONFIG")
         else parse_config({"channels": {"preview": {"type": args.channel, "url": PLACEHOLDER_URL}}})
     )
-    locale = args.locale or ("zh-CN" if args.channel == "feishu" else "en")
+    factory = FACTORIES[args.channel]
+    locale = args.locale or str(getattr(factory, "default_locale", "en"))
     zone = args.time_zone or config.time_zone
     if args.time_zone:
         parse_config(
@@ -93,7 +93,7 @@ def render(args: argparse.Namespace) -> dict[str, Any]:
         )  # validates
     templates = Templates(env.get("DRIFTGUARD_NOTIFIER_TEMPLATES", ""))
     cfg = ChannelConfig("preview", args.channel, url=PLACEHOLDER_URL, routing_key="0" * 32, locale=locale)
-    channel = FACTORIES[args.channel](cfg, templates, locale=locale, time_zone=zone)
+    channel = factory(cfg, templates, locale=locale, time_zone=zone)
     key = env.get("DRIFTGUARD_REDACT_KEY", "").encode()
     report = build_report(
         app,

@@ -1,9 +1,10 @@
 """Message text from jinja2 templates, per channel and locale, overridable from a mounted directory.
 
 Each ``<channel>.<locale>.j2`` defines macros (``title``, ``summary``, ``resource`` ...) that the
-channel modules call with a plain-data view of the DriftReport. A broken override fails at
-start-up: every macro is rendered against a matrix of samples (every class, each optional field
-absent, every notice) before the app serves.
+channel modules call with a plain-data view of the DriftReport. The channels and their macros are
+read from the shipped templates (``STOCK``): a channel's template pair is all this module needs to
+know of it. A broken override fails at start-up: every macro is rendered against a matrix of
+samples (every class, each optional field absent, every notice) before the app serves.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from driftguard.errors import ConfigError
 from driftguard.identity import who
 from driftguard.manifests import ResourceKey
 from driftguard.report import SEVERITIES, AppInfo, DriftReport
+from notifier.config import LOCALES
 from notifier.digest import PROTECTED_KINDS as PROTECTED_KIND_NAMES
 from notifier.digest import digest, localize_notice, readable_path
 
 __all__ = [
     "FALLBACK_TEXT",
-    "MACROS",
     "Templates",
     "change_view",
     "fallback_view",
@@ -34,43 +35,10 @@ __all__ = [
     "view",
 ]
 
-MACROS: dict[str, tuple[str, ...]] = {
-    "feishu": (
-        "title",
-        "facts",
-        "group",
-        "change",
-        "more",
-        "todo",
-        "button",
-        "cause",
-        "resource_button",
-        "resolved_title",
-        "resolved_body",
-        "notice_title",
-        "notice_body",
-    ),
-    "slack": (
-        "title",
-        "facts",
-        "group",
-        "change",
-        "more",
-        "todo",
-        "button",
-        "cause",
-        "resource_button",
-        "fallback",
-        "resolved",
-        "resolved_title",
-        "notice_title",
-        "notice_body",
-    ),
-    "pagerduty": ("title", "todo", "cause", "resource_button", "notice_title", "notice_body"),
-}
+STOCK = Path(__file__).parent / "templates"
+"""The shipped templates: one ``<channel>.<locale>.j2`` per registered channel and locale."""
 ADDED_MACROS = frozenset({"cause", "resource_button"})
 """Macros newer than some overrides: an override without them keeps the stock ones (it still starts)."""
-LOCALES = ("zh-CN", "en")
 NOTICE_EVENTS = ("sync-failed", "render-refused", "prune-pending", "drift-reverted")
 
 # The last-resort alert is plain Python text, not a template: it goes out when templates or the
@@ -176,9 +144,9 @@ def notice_view(
 ) -> dict[str, Any]:
     """A trigger's own message (sync failed, render refused, prunes pending, drift reverted): no field diff.
 
-    ``label`` says what a ComparisonError is (notifier/notices.py label_of), ``names`` the resources
+    ``label`` says what a ComparisonError is (notifier/alerts/notices.py label_of), ``names`` the resources
     a refused render would prune (protected kinds first), ``protected`` which of ``counts`` are
-    protected kinds; ``reverted`` and ``capture`` belong to the drift-reverted notice (notifier/reverted.py).
+    protected kinds; ``reverted`` and ``capture`` belong to the drift-reverted notice (notifier/alerts/reverted.py).
     """
     return {
         "kind": "notice",
@@ -321,7 +289,7 @@ class Templates:
             if not Path(override_dir).is_dir():
                 raise ConfigError("DRIFTGUARD_NOTIFIER_TEMPLATES", f"{override_dir} is not a directory")
             loaders.append(jinja2.FileSystemLoader(override_dir))
-        loaders.append(jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")))
+        loaders.append(jinja2.FileSystemLoader(str(STOCK)))
         # chat text and markdown, not HTML: escaping is per channel (the `mrkdwn` filter for Slack)
         loader = jinja2.ChoiceLoader(loaders)
         self.env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701
@@ -330,12 +298,24 @@ class Templates:
         for env in (self.env, self.stock):
             env.filters["v"] = _value
             env.filters["mrkdwn"] = _mrkdwn
+        self._macro_type = jinja2.runtime.Macro
         self._macros: dict[tuple[str, str, str], Any] = {}
         self._check()
 
+    def macros(self) -> dict[str, tuple[str, ...]]:
+        """Every channel with shipped templates, and the macros its English template defines, in order."""
+        out: dict[str, tuple[str, ...]] = {}
+        for path in sorted(STOCK.glob("*.en.j2")):
+            channel = path.name.removesuffix(".en.j2")
+            module = self.stock.get_template(path.name).module
+            names = [n for n, v in vars(module).items() if isinstance(v, self._macro_type)]
+            source = path.read_text()
+            out[channel] = tuple(sorted(names, key=lambda n: source.find(f"macro {n}(")))
+        return out
+
     def _check(self) -> None:
         views = sample_views()
-        for channel, macros in MACROS.items():
+        for channel, macros in self.macros().items():
             for locale in LOCALES:
                 name = f"{channel}.{locale}.j2"
                 try:

@@ -13,7 +13,15 @@ from driftguard.env import boolean, from_env
 from driftguard.errors import ConfigError
 from driftguard.service import check_auth, check_redact_key, refuse_old_salt
 
-__all__ = ["NotifierSettings"]
+__all__ = ["PARTS", "NotifierSettings"]
+
+PARTS = ("alerts", "audit", "admission", "journal", "whois")
+"""What a notifier process can serve (``create_app(parts=...)``, ``driftguard-notifier --part``):
+``alerts`` the Argo CD webhook, channels and the delivery worker (the webhook token, the config and
+its channel secrets, Argo CD); ``audit`` ``POST /v1/audit``; ``admission`` ``POST /v1/admission``;
+``journal`` ``/v1/incidents`` and ``/incidents``; ``whois`` ``POST /v1/identities/match``. The probes,
+``/metrics`` and ``/openapi.json`` are in every process. The main listener runs them all, the
+admission listener only ``admission``."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +90,20 @@ class NotifierSettings:
     """A header an authenticating proxy sets (e.g. X-Forwarded-User): its presence lets a reader in
     (DRIFTGUARD_NOTIFIER_READ_TRUSTED_HEADER). Only behind a proxy that strips it from clients."""
     argocd: ArgoCDSettings | None = None
+    parts: tuple[str, ...] = PARTS
+    """What this process serves (not from the environment: ``driftguard-notifier --part``)."""
 
     def __post_init__(self) -> None:
-        check_auth(self.auth, self.token, prefix="DRIFTGUARD_NOTIFIER")
+        unknown = [p for p in self.parts if p not in PARTS]
+        if unknown or not self.parts:
+            raise ConfigError(
+                "--part", f"must name parts among {', '.join(PARTS)}, got {', '.join(unknown) or 'none'}"
+            )
+        if "alerts" in self.parts or self.auth not in (
+            "token",
+            "none",
+        ):  # the webhook's token: a process without the webhook needs none
+            check_auth(self.auth, self.token, prefix="DRIFTGUARD_NOTIFIER")
         if self.lease < 1:
             raise ConfigError("DRIFTGUARD_NOTIFIER_LEASE", "must be at least 1 second")
         if self.max_attempts < 1:
@@ -114,12 +133,15 @@ class NotifierSettings:
         check_redact_key(self.redact_key, tokens=(self.token, self.audit_token, self.read_token))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> NotifierSettings:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, parts: tuple[str, ...] = PARTS
+    ) -> NotifierSettings:
         env = os.environ if environ is None else environ
         refuse_old_salt(env)
         kw = from_env(env, ENV)
-        kw["argocd"] = ArgoCDSettings.from_env(env)
-        return cls(**kw)
+        if "alerts" in parts:  # Argo CD's URL and token: only the alert path reads Argo CD
+            kw["argocd"] = ArgoCDSettings.from_env(env)
+        return cls(**kw, parts=tuple(parts))
 
 
 ENV: dict[str, tuple[str, Callable[[str], Any]]] = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import re
@@ -13,6 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from driftguard.errors import StoreUnavailable
+from driftguard.service import bearer_matches
 from notifier.logs import event
 
 __all__ = ["TRIGGER_PREFIX", "bp", "canonical_trigger", "intake_key", "slim", "validate"]
@@ -166,12 +166,11 @@ def intake_key(body: dict[str, Any], name: str, namespace: str, trigger: str) ->
 def receive() -> tuple[Response, int]:
     state = current_app.extensions["driftguard"]
     received_at = time.time()
-    if state.settings.auth == "token":
-        given = request.headers.get("Authorization", "")
-        expected = f"Bearer {state.settings.token}"
-        if not hmac.compare_digest(given.encode(), expected.encode()):
-            state.metrics.received("unauthorized")
-            return _error(401, "missing or wrong bearer token")
+    if state.settings.auth == "token" and not bearer_matches(
+        request.headers.get("Authorization", ""), state.settings.token
+    ):
+        state.metrics.received("unauthorized")
+        return _error(401, "missing or wrong bearer token")
     raw = request.get_data(cache=False)  # Argo CD may send no Content-Type: read the body as it is
     if not _depth_ok(raw):
         state.metrics.received("invalid")

@@ -5,7 +5,7 @@ the store. A caller sends the writes it sees, each as the managedFields entry na
 UID, resourceVersion, field manager, time), and gets back, in the same order, the person whose
 audit or admission record matches by the one join rule (``driftguard.identity.best_match``), or
 ``null``. Only the person, the record's source and its time leave: never groups, source IPs or
-user agents. Reading needs the read token, as the journal does (notifier/incidents.py).
+user agents. Reading needs the read token, as the journal does (notifier/read_access.py).
 
 Bounded both ways: at most ``MAX_WRITES`` writes per question (the body itself is capped by
 ``DRIFTGUARD_NOTIFIER_MAX_BODY_BYTES``), so an answer is at most a few tens of KB.
@@ -20,8 +20,9 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from driftguard.identity import best_match, parse_time
-from notifier.incidents import _denied, _err, _reader
+from notifier.journal.routes import openapi_error
 from notifier.logs import event
+from notifier.read_access import denied, reader
 
 __all__ = ["MAX_WRITES", "OPENAPI_PATHS", "bp"]
 
@@ -82,8 +83,8 @@ def _question() -> list[dict[str, Any]]:
 
 @bp.post("/v1/identities/match")
 def match() -> tuple[Response, int]:
-    if _reader() is None:
-        return _denied(page=False)
+    if reader() is None:
+        return denied(page=False)
     try:
         writes = _question()
     except OverflowError as exc:
@@ -180,11 +181,11 @@ OPENAPI_PATHS: dict[str, Any] = {
                         }
                     },
                 },
-                "400": _err("Not JSON, or a write of the wrong shape"),
-                "401": _err("Missing or wrong read token"),
-                "403": _err("Reading is off (no read token or trusted header configured)"),
-                "413": _err("More writes than one question may hold, or the body is too large"),
-                "503": _err("The identity store cannot be read: ask again"),
+                "400": openapi_error("Not JSON, or a write of the wrong shape"),
+                "401": openapi_error("Missing or wrong read token"),
+                "403": openapi_error("Reading is off (no read token or trusted header configured)"),
+                "413": openapi_error("More writes than one question may hold, or the body is too large"),
+                "503": openapi_error("The identity store cannot be read: ask again"),
             },
         }
     }

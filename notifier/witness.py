@@ -8,7 +8,7 @@ healed object and the change is gone. The observe-only admission webhook saw the
 (driftguard/diff.py), masks it as alerts are masked (driftguard/redact.py) and stores it, bounded,
 beside the identity record (same retention; ``MAX_ROWS``, ``MAX_CHANGES`` per write, short values).
 The worker reads it back when the live read no longer shows a change the webhook body said was
-there (notifier/reverted.py).
+there (notifier/alerts/reverted.py).
 
 Argo CD tracks an object by the label ``app.kubernetes.io/instance`` (the default ``label``
 tracking) or the annotation ``argocd.argoproj.io/tracking-id`` (``annotation`` and
@@ -27,7 +27,7 @@ from typing import Any
 from driftguard.diff import ListSeg, Segment, diff_objects
 from driftguard.drift import ARGOCD_MANAGERS, DEFAULT_CONTROLLERS
 from driftguard.redact import Redactor
-from notifier.outbox import Outbox
+from notifier.outbox.store import Store
 
 __all__ = [
     "MAX_CHANGES",
@@ -203,7 +203,7 @@ _COLUMNS = 'event_id, at, api_group, kind, namespace, name, uid, "user", field_m
 class WitnessStore:
     """``admission_changes`` in the outbox's store (SQLite or PostgreSQL), shared by the replicas."""
 
-    def __init__(self, outbox: Outbox, *, retention: float = 86400.0, max_rows: int = MAX_ROWS) -> None:
+    def __init__(self, outbox: Store, *, retention: float = 86400.0, max_rows: int = MAX_ROWS) -> None:
         self.outbox = outbox
         self.retention = retention
         self.max_rows = max_rows
@@ -224,9 +224,8 @@ class WitnessStore:
             w.field_manager,
             json.dumps(list(w.changes), default=str),
         )
-        with ox._tx() as db:
-            ox._x(
-                db,
+        with ox.transaction() as tx:
+            tx.execute(
                 f"INSERT INTO admission_changes({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - fixed text
                 " ON CONFLICT(event_id) DO NOTHING",
                 row,
@@ -238,13 +237,11 @@ class WitnessStore:
     def prune(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         self._pruned_at = now
-        ox = self.outbox
-        with ox._tx() as db:
-            ox._x(db, "DELETE FROM admission_changes WHERE at<?", (now - self.retention,))
-            n = int(ox._x(db, "SELECT count(*) AS n FROM admission_changes").fetchone()["n"])
+        with self.outbox.transaction() as tx:
+            tx.execute("DELETE FROM admission_changes WHERE at<?", (now - self.retention,))
+            n = int(tx.execute("SELECT count(*) AS n FROM admission_changes").fetchone()["n"])
             if n > self.max_rows:
-                ox._x(
-                    db,
+                tx.execute(
                     "DELETE FROM admission_changes WHERE event_id IN"
                     " (SELECT event_id FROM admission_changes ORDER BY at LIMIT ?)",
                     (n - self.max_rows,),
@@ -252,13 +249,11 @@ class WitnessStore:
 
     def between(self, *, namespace: str, name: str, kind: str, since: float, until: float) -> list[Witnessed]:
         """The witnessed writes to one object in [since, until], oldest first."""
-        ox = self.outbox
-        rows = ox._x(
-            ox._conn(),
+        rows = self.outbox.read(
             f"SELECT {_COLUMNS} FROM admission_changes WHERE namespace=? AND name=? AND kind=?"  # noqa: S608
             " AND at>=? AND at<=? ORDER BY at LIMIT 100",
             (namespace, name, kind, since, until),
-        ).fetchall()
+        )
         return [
             Witnessed(
                 event_id=r["event_id"],
@@ -272,5 +267,5 @@ class WitnessStore:
                 field_manager=r["field_manager"],
                 changes=tuple(json.loads(r["changes"])),
             )
-            for r in (dict(x) for x in rows)
+            for r in rows
         ]

@@ -47,9 +47,10 @@ try:
     from cmp_plugin.argo_env import AppEnv, parse_parameters
     from cmp_plugin.plugin_yaml import plugin_config
     from cmp_plugin.renderers import choose
+    from driftguard.argocd_cm import rules_from_argocd_cm
     from driftguard.drift import DriftEngine
     from driftguard.errors import DriftguardError
-    from driftguard.ignore import IgnoreRules, rules_from_application, rules_from_argocd_cm
+    from driftguard.ignore import IgnoreRules, rules_from_application
     from driftguard.manifests import resource_key
     from driftguard.windows import SyncWindow, frozen
 except ImportError as exc:  # pragma: no cover

@@ -78,13 +78,15 @@ def start_cli(
     workers: int = 2,
     threads: int = 4,
     ca: str = "",
+    args: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """Start a service as its Deployment does, by its console script (``driftguard-notifier``,
     ``driftguard-analysis``): settings checked once, gunicorn with the multiprocess metrics config,
     TLS from the service's own variables. Waits until /healthz answers (over https when ``ca`` is given).
+    ``args``: more of the script's options (``--part admission``).
     """
     argv = [str(Path(sys.executable).parent / cli), "--bind", f"127.0.0.1:{port}"]
-    argv += ["--workers", str(workers), "--threads", str(threads)]
+    argv += ["--workers", str(workers), "--threads", str(threads), *args]
     return _started(argv, port, env, log, what=cli, ca=ca)
 
 

@@ -173,12 +173,31 @@ def a_string(value: Any, where: str) -> str:
 
 
 class Gate(Protocol):
+    """One gate: a module in this package and a line in ``gates/__init__.py``'s ``GATES``."""
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Its name in the URL (``/v1/gates/<name>``), in metrics and in ``observed`` of ``all``."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """What it decides, one sentence: its operation's summary in ``/openapi.json``."""
+        ...
 
     @property
     def args(self) -> Mapping[str, Arg]:
         """The query arguments it takes."""
+        ...
+
+    @property
+    def all_args(self) -> Mapping[str, Arg]:
+        """The arguments it takes inside ``all`` (``all`` accepts the union over every gate)."""
+        ...
+
+    @property
+    def all_when(self) -> tuple[str, ...]:
+        """Empty: ``all`` always runs it; else ``all`` runs it only when one of these arguments is given."""
         ...
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:

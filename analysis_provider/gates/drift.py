@@ -20,7 +20,10 @@ NO_IDENTITY = "no identity available (the notifier's identity lookup failed)"
 
 class DriftGate:
     name = "drift"
+    summary = "Fail while the Application has human, missing or prune-candidate changes."
     args = APP_ARGS
+    all_args = APP_ARGS
+    all_when: tuple[str, ...] = ()
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         app = ctx.application(args["app"], args["appNamespace"])

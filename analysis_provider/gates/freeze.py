@@ -24,6 +24,10 @@ def _bool(value: str) -> bool:
 
 class FreezeGate:
     name = "freeze"
+    summary = "Fail inside a deny window of the app's AppProject syncWindows, or of the freeze file."
+    all_args = APP_ARGS
+    """In ``all`` it is asked as for an automated sync (no ``manualSync``)."""
+    all_when: tuple[str, ...] = ()
     args: ClassVar[dict[str, Arg]] = {
         **APP_ARGS,
         "manualSync": Arg(

@@ -50,6 +50,9 @@ def _window(value: str) -> str:
 
 class SuccessRateGate:
     name = "success-rate"
+    summary = "A platform query template against a threshold; no data or NaN is inconclusive."
+    all_when = ("template", "service")
+    """``all`` runs it only when one of these is given: without them there is no query to run."""
     args: ClassVar[dict[str, Arg]] = {
         "template": Arg(
             _template,
@@ -75,6 +78,8 @@ class SuccessRateGate:
             description="The template's $window (the rate() window)",
         ),
     }
+
+    all_args = args
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         if ctx.prometheus is None:

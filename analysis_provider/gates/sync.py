@@ -11,7 +11,10 @@ __all__ = ["SyncGate"]
 
 class SyncGate:
     name = "sync"
+    summary = "Pass only when the Application is Synced and Healthy and no operation runs or failed."
     args = APP_ARGS
+    all_args = APP_ARGS
+    all_when: tuple[str, ...] = ()
 
     def evaluate(self, args: dict[str, Any], ctx: GateContext) -> Verdict:
         app = ctx.application(args["app"], args["appNamespace"])

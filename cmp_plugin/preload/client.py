@@ -14,13 +14,17 @@ from cmp_plugin.preload.protocol import (
     GO,
     HANDSHAKE_TIMEOUT,
     HELLO,
+    KEY_NAME,
     MAX_REQUEST,
+    NONCE,
     PER_APP,
     READY,
     STARTING,
     encode_request,
     peer,
+    proof,
     recv_exact,
+    same,
     socket_path,
 )
 
@@ -66,9 +70,23 @@ def run_preloaded(environ: Mapping[str, str]) -> int | None:
             # commands; one started from here replaces it (it exits when its socket is gone)
             _start_server(path, environ)
             return None
-        if recv_exact(sock, 1) != HELLO:
+        hello = recv_exact(sock, 1 + NONCE)
+        if len(hello) != 1 + NONCE or hello[:1] != HELLO:
             # no child took the connection (a server that is stopped or gone): the descriptors are
             # not sent, since a connection waiting in a backlog would hold this command's stdout open
+            return None
+        # each side proves it holds the server's key before the other sends anything that matters:
+        # an impostor at the socket gets no environment and no descriptors, an impostor caller
+        # (a tool connects: Landlock cannot refuse a connect) gets no render
+        from cmp_plugin.paths import open_private
+
+        key = open_private(os.path.join(os.path.dirname(path), KEY_NAME), 64)
+        if key is None or len(key) != 32:
+            return None
+        server_nonce, client_nonce = hello[1:], os.urandom(NONCE)
+        sock.sendall(client_nonce + proof(key, b"client", server_nonce, client_nonce, os.getpid(), pid))
+        expected = proof(key, b"server", server_nonce, client_nonce, os.getpid(), pid)
+        if not same(recv_exact(sock, len(expected)), expected):
             return None
         cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         umask = os.umask(0)

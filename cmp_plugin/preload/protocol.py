@@ -1,9 +1,10 @@
 """The preload protocol both callers speak (this package's Python client and front.c) and the server answers.
 
 The socket's place and checks, the request's framing (``encode_request`` / ``decode_request``),
-the one-byte handshake and the variables that are the server's own or per Application. front.c
-mirrors every constant and function here by name; tests/cmp_plugin/test_front.py holds the two to
-the same bytes. Imports ``os`` and ``sys`` only: the caller runs it before anything is loaded.
+the handshake and the variables that are the server's own or per Application. front.c mirrors
+every constant and function here by name; tests/cmp_plugin/test_front.py holds the two to the
+same bytes. Imports ``os`` and ``sys`` only (and, for the proofs, the C modules ``_sha256`` and
+``_operator``, not hashlib or hmac): the caller runs it before anything is loaded.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ __all__ = [
     "GO",
     "HANDSHAKE_TIMEOUT",
     "HELLO",
+    "KEY_NAME",
     "MAGIC",
     "MAX_REQUEST",
+    "NONCE",
     "NOT_READY",
     "OWN",
     "PER_APP",
@@ -33,15 +36,22 @@ __all__ = [
     "decode_request",
     "enabled",
     "encode_request",
+    "mac",
     "peer",
     "peer_uid",
+    "proof",
     "recv_exact",
+    "same",
     "socket_path",
 ]
 
 SOCKET_NAME = "preload.sock"
+KEY_NAME = "preload.key"
+"""The server's secret (32 random bytes, mode 0600) beside its socket: only the plugin reads it."""
 STARTING = "preload.starting"
-MAGIC = b"driftguard-preload 1"
+MAGIC = b"driftguard-preload 2"
+NONCE = 32
+"""Bytes of each side's challenge; a proof is an HMAC-SHA256 (32 bytes)."""
 HELLO, GO, READY, NOT_READY = b"H", b"G", b"R", b"N"
 HANDSHAKE_TIMEOUT = 2.0
 """Seconds the caller waits for the child's HELLO, then for its READY, before rendering in-process."""
@@ -83,6 +93,10 @@ def socket_path(environ: Mapping[str, str]) -> str | None:
 
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
         return None
+    from cmp_plugin.sandbox import reaches
+
+    if reaches(cache):
+        return None  # a tool could plant a socket and a key there (DRIFTGUARD_CMP_TOOL_*_PATHS)
     path = os.path.join(cache, SOCKET_NAME)
     return path if len(os.fsencode(path)) < 100 else None  # sun_path is 108 bytes
 
@@ -97,6 +111,36 @@ def peer(sock: Socket) -> tuple[int, int]:
 
 def peer_uid(sock: Socket) -> int:
     return peer(sock)[1]
+
+
+def mac(key: bytes, message: bytes) -> bytes:
+    """HMAC-SHA256 (RFC 2104) over the C module alone: ``hmac`` imports hashlib, ~8 ms per render."""
+    from _sha256 import sha256  # type: ignore[import-not-found]
+
+    if len(key) > 64:
+        key = sha256(key).digest()
+    key = key.ljust(64, b"\0")
+    inner = sha256(bytes(b ^ 0x36 for b in key) + message).digest()
+    return bytes(sha256(bytes(b ^ 0x5C for b in key) + inner).digest())
+
+
+def proof(
+    key: bytes, side: bytes, server_nonce: bytes, client_nonce: bytes, client: int, server: int
+) -> bytes:
+    """What ``side`` (b"client" or b"server") sends to prove it holds the key, for this connection.
+
+    Both challenges and both pids as the kernel names them (SO_PEERCRED: the caller, the server
+    that listens): a proof made for one connection is worth nothing on another, so a process in
+    the middle that relays one learns nothing it can use.
+    """
+    pids = client.to_bytes(4, "big") + server.to_bytes(4, "big")
+    return mac(key, side + b"\0" + server_nonce + client_nonce + pids)
+
+
+def same(a: bytes, b: bytes) -> bool:
+    from _operator import _compare_digest  # hmac.compare_digest without importing hmac
+
+    return bool(_compare_digest(a, b))
 
 
 def encode_request(umask: int, pgid: int, environ: Mapping[str, str]) -> bytes:

@@ -12,7 +12,9 @@ import sys
 from cmp_plugin.preload.protocol import (
     GO,
     HELLO,
+    KEY_NAME,
     MAX_REQUEST,
+    NONCE,
     NOT_READY,
     OWN,
     PER_APP,
@@ -20,8 +22,11 @@ from cmp_plugin.preload.protocol import (
     REQUEST_TIMEOUT,
     STARTING,
     decode_request,
+    peer,
     peer_uid,
+    proof,
     recv_exact,
+    same,
 )
 
 TYPE_CHECKING = False  # see cmp_plugin/launch.py: this runs before anything else is imported
@@ -99,9 +104,19 @@ def serve(path: str) -> None:
     import socket
     import time
 
+    from cmp_plugin.paths import write_private
+    from cmp_plugin.sandbox import reaches, undumpable
+
     os.chdir("/")
+    undumpable()  # the key in its memory (and every child's): no /proc/<pid>/mem for the same uid
+    if reaches(os.path.dirname(path)):
+        return  # socket_path refuses it too: a tool could plant a socket and a key there
     _warm()
     code = _code_files()
+    # a fresh key for each server, in place before its socket is: the callers' proof that they
+    # talk to the server the plugin started, and the server's that a caller is the plugin
+    _KEY[:] = [os.urandom(32)]
+    write_private(os.path.join(os.path.dirname(path), KEY_NAME), _KEY[0])
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     # beside the socket (os.replace is atomic within a directory) and no longer than its name:
     # every path socket_path accepts must also fit here, in sun_path's 108 bytes
@@ -166,11 +181,26 @@ def serve(path: str) -> None:
 
 
 def _gone(path: str, mine: int) -> bool:
-    """Whether our socket was removed or replaced (another server took over)."""
+    """Whether our socket was removed or replaced (another server took over); else the key is ours.
+
+    Two servers starting at once (a marker that expired under both) each write their key before
+    their socket: the one whose socket stays may find the other's key there, and no caller could
+    prove anything to it. The socket's owner puts its own key back.
+    """
     try:
-        return os.stat(path).st_ino != mine
+        if os.stat(path).st_ino != mine:
+            return True
     except OSError:
         return True
+    from cmp_plugin.paths import open_private, write_private
+
+    key = os.path.join(os.path.dirname(path), KEY_NAME)
+    try:
+        if _KEY and open_private(key, 64) != _KEY[0]:
+            write_private(key, _KEY[0])
+    except OSError:
+        pass
+    return False
 
 
 def _prefork(listener: socket_module.socket, code: dict[str, int]) -> tuple[int, int]:
@@ -227,6 +257,7 @@ def _die_with(server: int) -> None:
 
 
 _LIBC: list[Any] = []
+_KEY: list[bytes] = []
 
 
 def _libc() -> Any:
@@ -306,7 +337,14 @@ def _child(conn: Socket) -> None:
 
     try:
         conn.settimeout(REQUEST_TIMEOUT)
-        conn.sendall(HELLO)
+        server_nonce = os.urandom(NONCE)
+        conn.sendall(HELLO + server_nonce)
+        answer = recv_exact(conn, NONCE + 32)
+        client, server = peer(conn)[0], os.getppid()  # the server: checked by _prefork
+        expected = proof(_KEY[0], b"client", server_nonce, answer[:NONCE], client, server)
+        if len(answer) != NONCE + 32 or not same(answer[NONCE:], expected):
+            os._exit(0)  # not the plugin: it learns nothing, not even why
+        conn.sendall(proof(_KEY[0], b"server", server_nonce, answer[:NONCE], client, server))
         fds: list[int] = []
         head, ancdata, _, _ = conn.recvmsg(65536, socket.CMSG_LEN(4 * 4))
         for level, kind, data in ancdata:

@@ -5,14 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from driftguard.errors import ConfigError
-from notifier.channels.base import ALERT, FALLBACK, NOTICE, RESOLVE, Channel, Outbound
+from notifier.channels.base import ALERT, FALLBACK, INCIDENTS, NOTICE, RESOLVE, Channel, Outbound, incident_of
 from notifier.channels.feishu import FeishuChannel
 from notifier.channels.pagerduty import PagerDutyChannel
 from notifier.channels.slack import SlackChannel
 from notifier.config import NotifierConfig
 from notifier.render import Templates
 
-__all__ = ["ALERT", "FACTORIES", "FALLBACK", "NOTICE", "RESOLVE", "Channel", "Outbound", "build_channels"]
+__all__ = [
+    "ALERT",
+    "FACTORIES",
+    "FALLBACK",
+    "INCIDENTS",
+    "NOTICE",
+    "RESOLVE",
+    "Channel",
+    "Outbound",
+    "build_channels",
+    "incident_of",
+]
 
 FACTORIES: dict[str, Callable[..., Channel]] = {
     "feishu": FeishuChannel,

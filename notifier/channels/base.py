@@ -10,7 +10,18 @@ from urllib.parse import urlparse
 
 from driftguard.errors import ConfigError
 
-__all__ = ["ALERT", "FALLBACK", "KINDS", "NOTICE", "RESOLVE", "Channel", "Outbound", "require_url"]
+__all__ = [
+    "ALERT",
+    "FALLBACK",
+    "INCIDENTS",
+    "KINDS",
+    "NOTICE",
+    "RESOLVE",
+    "Channel",
+    "Outbound",
+    "incident_of",
+    "require_url",
+]
 
 ALERT = "alert"
 RESOLVE = "resolve"
@@ -19,6 +30,24 @@ NOTICE = "notice"
 FALLBACK = "fallback"
 """The plain alert sent when the detailed one could not be built."""
 KINDS = (ALERT, RESOLVE, NOTICE, FALLBACK)
+
+INCIDENTS = ("drift", "sync", "render", "prune")
+"""One PagerDuty incident per app and kind, each resolved on its own condition (notifier/alerts/plan.py):
+an acknowledged drift incident must not swallow a later sync failure on the same app."""
+_BY_EVENT = {
+    "sync-failed": "sync",
+    "render-refused": "render",
+    "prune-pending": "prune",
+    "drift-reverted": "drift",
+}
+
+
+def incident_of(view: Mapping[str, Any]) -> str:
+    """The incident kind a view belongs to: the worker's ``incident``, else the notice's event's, else drift."""
+    given = view.get("incident")
+    if given in INCIDENTS:
+        return str(given)
+    return _BY_EVENT.get(str(view.get("event") or ""), "drift")
 
 
 @dataclass(frozen=True)
@@ -39,6 +68,11 @@ class Channel(Protocol):
     locale: str
     idempotent: bool
     """A resend of a message the receiver already took is harmless (PagerDuty's dedup_key)."""
+    per_incident: bool
+    """One alert and one resolve per incident kind (``INCIDENTS``), each resolved on its own condition
+    (PagerDuty); else one alert per drift and one resolve when the app is back in sync."""
+    default_locale: str
+    """The locale ``driftguard-notifier preview`` shows when none is asked for."""
 
     def payload(self, view: dict[str, Any], *, kind: str, now: datetime | None = None) -> dict[str, Any]:
         """The message (JSON-able), from the report view; ``now`` is when ages ("3 min ago") count from."""

@@ -33,10 +33,10 @@ from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
 from notifier.digest import digest, localize_notice, trim_notice
-from notifier.escape import by_line, escaped, feishu_md
+from notifier.escape import by_line, escaped, one_line
 from notifier.render import Templates, fallback_text
 
-__all__ = ["FeishuChannel", "sign"]
+__all__ = ["FeishuChannel", "feishu_md", "sign"]
 
 MAX_BYTES = 20 * 1024
 SIGN_MARGIN = 512
@@ -45,6 +45,20 @@ MAX_TITLE = 200
 RATE_LIMIT_CODES = frozenset({11232})
 RATE_LIMIT_WINDOW = 60.0
 COLOURS = {"critical": "red", "error": "orange", "warning": "yellow", "info": "blue", "resolved": "green"}
+
+
+# --- escaping: every cluster- or Git-sourced value in a ``markdown`` component ---------------------
+# markdown specials and ``<``/``>``/``&`` become HTML entities, so ``<at id=all></at>`` and
+# ``[x](https://...)`` show as text; a URL's ``://`` gets a zero-width space so it is not auto-linked.
+
+_FEISHU = {c: f"&#{ord(c)};" for c in "*_~`[]()#|\\{}"}
+_FEISHU.update({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def feishu_md(text: str) -> str:
+    """Literal text inside a Feishu markdown component."""
+    text = one_line(text).replace("://", ":\u200b//")
+    return "".join(_FEISHU.get(c, c) for c in text)
 
 
 def sign(timestamp: int, secret: str) -> str:
@@ -61,6 +75,8 @@ def size(payload: dict[str, Any]) -> int:
 class FeishuChannel:
     type = "feishu"
     idempotent = False  # a resent card is a second card
+    per_incident = False
+    default_locale = "zh-CN"
 
     def __init__(
         self, cfg: ChannelConfig, templates: Templates, *, locale: str, time_zone: str = "UTC"

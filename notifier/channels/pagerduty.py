@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 from driftguard.errors import ConfigError
 from notifier.channels._fit import items, largest, left_out
 from notifier.channels._http import status_check
-from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
+from notifier.channels.base import FALLBACK, INCIDENTS, NOTICE, RESOLVE, Outbound, incident_of, require_url
 from notifier.config import ChannelConfig
 from notifier.digest import digest, localize_notice, short
 from notifier.render import Templates, fallback_text
@@ -39,25 +39,6 @@ MAX_SUMMARY = 1024
 MAX_DEDUP_KEY = 255
 MAX_DETAILS = 64 * 1024
 MAX_EVENT = 512 * 1024
-
-
-INCIDENTS = ("drift", "sync", "render", "prune")
-"""One PagerDuty incident per app and kind, each resolved on its own condition (notifier/delivery.py):
-an acknowledged drift incident must not swallow a later sync failure on the same app."""
-_BY_EVENT = {
-    "sync-failed": "sync",
-    "render-refused": "render",
-    "prune-pending": "prune",
-    "drift-reverted": "drift",
-}
-
-
-def incident_of(view: Mapping[str, Any]) -> str:
-    """The incident kind a view belongs to: the worker's ``incident``, else the notice's event's, else drift."""
-    given = view.get("incident")
-    if given in INCIDENTS:
-        return str(given)
-    return _BY_EVENT.get(str(view.get("event") or ""), "drift")
 
 
 def dedup_key(app: Mapping[str, Any], incident: str = "drift") -> str:
@@ -81,6 +62,8 @@ def _bytes(value: Any) -> int:
 class PagerDutyChannel:
     type = "pagerduty"
     idempotent = True  # the same dedup_key: a resend updates the one incident
+    per_incident = True
+    default_locale = "en"
 
     def __init__(
         self, cfg: ChannelConfig, templates: Templates, *, locale: str, time_zone: str = "UTC"

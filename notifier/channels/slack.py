@@ -3,7 +3,7 @@
 Limits kept (Block Kit reference): at most 50 blocks, section text at most 3,000 characters,
 header at most 150; lines are never cut, so every code span stays balanced, and the lines that
 do not fit are counted in the "more" line. Values sit in inline code, escaped by
-notifier/escape.py; the ``text`` fallback (notifications, phones) is escaped plain words without
+``slack_code`` below; the ``text`` fallback (notifications, phones) is escaped plain words without
 values or JSON. The
 webhook answers ``ok``; ``chat.postMessage`` answers HTTP 200 with ``ok: false`` on error
 (``ratelimited`` is retried). HTTP 429 carries Retry-After, which the outbox honours.
@@ -23,10 +23,10 @@ from notifier.channels._http import snippet, status_check
 from notifier.channels.base import FALLBACK, NOTICE, RESOLVE, Outbound, require_url
 from notifier.config import ChannelConfig
 from notifier.digest import digest, localize_notice, trim_notice
-from notifier.escape import by_line, escaped, slack_code, slack_text
+from notifier.escape import by_line, escaped, one_line
 from notifier.render import Templates, fallback_text
 
-__all__ = ["SlackChannel"]
+__all__ = ["SlackChannel", "slack_code", "slack_text"]
 
 POST_MESSAGE = "https://slack.com/api/chat.postMessage"
 MAX_BLOCKS, MAX_SECTION, MAX_HEADER = 50, 3000, 150
@@ -36,6 +36,22 @@ RETRYABLE_ERRORS = frozenset(
 
 
 MAX_TEXT = 3000
+
+
+# --- escaping (Slack's "Formatting text" guide): ``&``, ``<``, ``>`` are the only characters Slack
+# lets one escape, so values go inside inline code, where ``*_~`` are literal, and a backtick in a
+# value becomes U+02CB (a lookalike) so the span cannot be closed from inside.
+
+
+def slack_text(text: str) -> str:
+    """Slack's three control characters escaped (for ``text`` fallbacks and outside code)."""
+    return one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_code(text: str) -> str:
+    """A value to put between backticks: nothing in it can close the span or format."""
+    text = slack_text(text).replace("`", "\u02cb").replace("://", ":\u200b//")
+    return text if text.strip() else "-"
 
 
 def _cut(text: str, limit: int) -> str:
@@ -81,6 +97,8 @@ def pack(lines: list[str], limit: int = MAX_SECTION) -> list[str]:
 class SlackChannel:
     type = "slack"
     idempotent = False  # a resent message is a second message
+    per_incident = False
+    default_locale = "en"
 
     def __init__(
         self, cfg: ChannelConfig, templates: Templates, *, locale: str, time_zone: str = "UTC"

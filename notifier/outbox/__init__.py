@@ -2,7 +2,9 @@
 
 SQLite (``SqliteOutbox``) is the embedded default: one replica, a file on a volume. PostgreSQL
 (``PostgresOutbox``) is selected by ``DRIFTGUARD_NOTIFIER_DATABASE_URL`` and lets any number of
-replicas accept and deliver. The SQL both run is in ``base.py``; the behaviour tests run on both.
+replicas accept and deliver. The SQL both run is in ``base.py`` (the outbox's queries) and
+``store.py`` (the public API the identity store, the witness and the journal use, and the
+schema); the behaviour tests run on both.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ everything the front does not handle.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import socket
 import stat
@@ -39,7 +41,10 @@ class Recorder:
     """A preload server stand-in: HELLO, read the request and its descriptors, then answer as told.
 
     ``answer``: "code" (READY, wait for GO, send ``code``), "silent" (accept, never say HELLO),
-    "not-ready" (N after the request), "vanish" (close after GO without a code).
+    "not-ready" (N after the request), "vanish" (close after GO without a code), "impostor" (the
+    challenge-response without the key: what a process that took the socket's place can do).
+    It keeps a key in the cache directory as the real server does, and proves it holds it with
+    the stdlib's hmac (a reference for the front's own SHA-256 and the Python caller's HMAC).
     """
 
     def __init__(self, cache: Path, answer: str = "code", code: int = 7) -> None:
@@ -47,7 +52,13 @@ class Recorder:
         self.path = cache / preload.SOCKET_NAME
         self.answer, self.code = answer, code
         self.requests: list[dict[str, Any]] = []
+        self.proofs: list[bool] = []
         self.connections = 0
+        self.key = os.urandom(32)
+        key = cache / preload.KEY_NAME
+        key.unlink(missing_ok=True)
+        key.touch(mode=0o600)
+        key.write_bytes(self.key)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(str(self.path))
         self.sock.listen(8)
@@ -74,8 +85,31 @@ class Recorder:
                 with contextlib.suppress(OSError):
                     self._serve(conn)
 
+    def handshake(self, conn: socket.socket) -> bool:
+        """The server's half of the challenge-response: whether the caller proved it holds the key."""
+        server_nonce = os.urandom(preload.NONCE)
+        conn.sendall(preload.HELLO + server_nonce)
+        answer = b""
+        while len(answer) < preload.NONCE + 32:
+            chunk = conn.recv(preload.NONCE + 32 - len(answer))
+            if not chunk:
+                return False
+            answer += chunk
+        client = int.from_bytes(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)[:4], sys.byteorder)
+        key = self.key if self.answer != "impostor" else os.urandom(32)
+
+        def mac(side: bytes) -> bytes:
+            pids = client.to_bytes(4, "big") + os.getpid().to_bytes(4, "big")
+            message = side + b"\0" + server_nonce + answer[: preload.NONCE] + pids
+            return hmac.new(key, message, hashlib.sha256).digest()
+
+        self.proofs.append(hmac.compare_digest(answer[preload.NONCE :], mac(b"client")))
+        conn.sendall(mac(b"server"))
+        return self.proofs[-1]
+
     def _serve(self, conn: socket.socket) -> None:
-        conn.sendall(preload.HELLO)
+        if not self.handshake(conn):
+            return
         head, fds, _, _ = socket.recv_fds(conn, 65536, 8)
         size = int.from_bytes(head[:4], "big")
         body = head[4:]
@@ -169,6 +203,39 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_both_callers_prove_they_hold_the_key_and_send_nothing_to_a_server_without_it(
+    recorder: Any, repo: Path
+) -> None:
+    """Issue 27: a process in the socket's place that does not hold the key learns nothing.
+
+    The caller answers the challenge, the impostor cannot answer the caller's: no environment
+    (``ARGOCD_ENV_*`` values), no descriptors, and the render runs in-process, with its own output.
+    Against the key holder the same callers' proofs check out with the stdlib's HMAC.
+    """
+    for argv in (PYTHON_CALLER, [str(FRONT)]):
+        honest = recorder(code=7)
+        assert run(argv, repo / APP, env_for(honest.path.parent)).returncode == 7
+        assert honest.proofs == [True] and len(honest.requests) == 1
+        impostor = recorder("impostor")
+        proc = run(argv, repo / APP, env_for(impostor.path.parent, ARGOCD_ENV_DB_PASSWORD="hunter2"))
+        assert proc.returncode == 0 and "kind:" in proc.stdout, proc.stderr  # rendered here
+        assert impostor.connections == 1 and impostor.requests == [], "the caller sent its request"
+        assert impostor.proofs == [False]
+
+
+def test_a_caller_without_the_key_never_gets_a_server_to_send_anything(recorder: Any, repo: Path) -> None:
+    """A missing or foreign key file: the caller cannot prove anything, and sends nothing."""
+    for argv in (PYTHON_CALLER, [str(FRONT)]):
+        r = recorder(code=7)
+        key = r.path.parent / preload.KEY_NAME
+        key.unlink()
+        assert run(argv, repo / APP, env_for(r.path.parent)).returncode == 0
+        key.write_bytes(r.key)
+        key.chmod(0o644 | 0o020)  # writable by the group: not the server's
+        assert run(argv, repo / APP, env_for(r.path.parent)).returncode == 0
+        assert r.requests == [] and r.proofs == []
 
 
 def test_the_request_names_the_callers_own_process_group(recorder: Any, repo: Path) -> None:
@@ -318,7 +385,7 @@ def test_a_relative_cache_or_temp_directory_is_refused_not_read_from_the_checkou
     proc = run(argv, repo / APP, env)
     assert proc.returncode == 2, proc.stderr
     assert f"{variable}: must be an absolute path" in proc.stderr
-    assert r.connections == 0
+    assert r.connections == 0, r.connections
 
 
 @pytest.mark.parametrize("closed", [0, 1, 2])
@@ -348,7 +415,8 @@ class DripRecorder(Recorder):
     """Says HELLO, then reads the request 64 KiB every 1.5 s: a caller must give up within its 2 s."""
 
     def _serve(self, conn: socket.socket) -> None:
-        conn.sendall(preload.HELLO)
+        if not self.handshake(conn):
+            return
         while not self.stop.wait(1.5):
             if not conn.recv(65536):
                 return
@@ -429,3 +497,38 @@ def test_the_front_never_execs_itself(tmp_path: Path) -> None:
     )
     assert loop.returncode == 2
     assert "driftguard-cmp-py is not pip's Python script" in loop.stderr
+
+
+@pytest.mark.parametrize(
+    "opened",
+    ["DRIFTGUARD_CMP_TOOL_READ_PATHS", "DRIFTGUARD_CMP_TOOL_WRITE_PATHS", "SSL_CERT_DIR", "helm's directory"],
+)
+def test_a_cache_a_tool_may_reach_is_never_used_by_either_caller(
+    recorder: Any, repo: Path, tmp_path: Path, opened: str
+) -> None:
+    """A key and a socket there could be a tool's (sandbox.reaches): neither caller even connects.
+
+    The opened directory is named through a symlink: the check is on what it resolves to, as the
+    sandbox's rules are (a rule holds the directory an opened descriptor names).
+    """
+    r = recorder(code=7)
+    link = tmp_path.parent / f"{tmp_path.name}-link"
+    link.symlink_to(tmp_path)
+    try:
+        if opened == "helm's directory":  # a wrapper beside the cache: its directory is open to it
+            helm = tmp_path / "helm"
+            helm.write_text(f"#!/bin/sh\nexec '{os.environ['DRIFTGUARD_HELM']}' \"$@\"\n")
+            helm.chmod(0o755)
+            extra = {"DRIFTGUARD_HELM": str(link / "helm")}
+        elif opened == "SSL_CERT_DIR":  # one path (sandbox.py), not a list
+            extra = {opened: str(link)}
+        else:
+            extra = {opened: f"{cmp_env(APP)['DRIFTGUARD_CMP_TOOL_READ_PATHS']}:{link}"}
+        for argv in (PYTHON_CALLER, [str(FRONT)]):
+            proc = run(argv, repo / APP, env_for(r.path.parent, **extra))
+            assert proc.returncode == 0 and "kind:" in proc.stdout, proc.stderr  # rendered in-process
+        assert r.connections == 0, r.connections
+        control = run([str(FRONT)], repo / APP, env_for(r.path.parent))
+        assert control.returncode == 7 and r.connections == 1, "without the opening, the front connects"
+    finally:
+        link.unlink()

@@ -18,8 +18,11 @@ APP = "charts/platform"
 @pytest.fixture
 def helm_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A helm that records each start (pid and arguments) and then becomes the real helm."""
-    log = tmp_path / "helm-starts.jsonl"
-    wrapper = tmp_path / "helm"
+    # in a directory of their own: what a tool may read or write never holds the plugin's cache
+    # (a plan there could be a tool's; sandbox.reaches)
+    (tmp_path / "tool").mkdir()
+    log = tmp_path / "tool" / "helm-starts.jsonl"
+    wrapper = tmp_path / "tool" / "helm"
     # sh, not Python: it logs within a millisecond, before a planned start can be stopped (a Python
     # wrapper took ~20 ms, and under load the plugin sometimes killed it before it wrote its line)
     wrapper.write_text(
@@ -32,7 +35,7 @@ def helm_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     wrapper.chmod(0o755)
     monkeypatch.setenv("DRIFTGUARD_HELM", str(wrapper))  # cmp_env passes it to the plugin
     # the instrumented helm logs beside the test: the only place outside its scratch it may write
-    monkeypatch.setenv("DRIFTGUARD_CMP_TOOL_WRITE_PATHS", str(tmp_path))
+    monkeypatch.setenv("DRIFTGUARD_CMP_TOOL_WRITE_PATHS", str(log.parent))
     return log
 
 

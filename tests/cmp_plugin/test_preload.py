@@ -54,7 +54,9 @@ def cache(repo: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def helm_log(tmp_path: Path) -> Path:
-    return tmp_path / "helm-starts.jsonl"
+    """Beside the cache, not above it: a cache a tool may write is never the server's (sandbox.reaches)."""
+    (tmp_path / "tool-log").mkdir(exist_ok=True)
+    return tmp_path / "tool-log" / "helm-starts.jsonl"
 
 
 def wrapper(tmp_path: Path, log: Path) -> Path:
@@ -63,7 +65,8 @@ def wrapper(tmp_path: Path, log: Path) -> Path:
     It first sleeps ARGOCD_ENV_HELM_SLEEP seconds when the render has that per-app variable (a
     per-app variable, so the sidecar's settings stay the server's and the render is preloaded).
     """
-    path = tmp_path / "helm"
+    (tmp_path / "tool").mkdir(exist_ok=True)  # its directory is open to tools: not the cache's
+    path = tmp_path / "tool" / "helm"
     path.write_text(
         "#!/bin/sh\n"
         f'printf \'{{"pid": %s, "ppid": %s, "pgid": %s}}\\n\' "$$" "$PPID" '
@@ -312,6 +315,28 @@ def test_removing_the_socket_stops_the_server(generate: Callable[..., Run], cach
     wait_for(lambda: not alive(waiting), "so does the child it forked ahead")
 
 
+def test_a_key_another_server_wrote_over_ours_is_put_back(
+    generate: Callable[..., Run], cache: Path, helm_log: Path
+) -> None:
+    """Two servers started at once: the one that keeps the socket may find the other's key.
+
+    Until it puts its own back, no caller can prove anything to it (each renders in-process).
+    """
+    assert generate().returncode == 0
+    server = served(cache)
+    key = cache / preload.KEY_NAME
+    ours = key.read_bytes()
+    (cache / "other.tmp").write_bytes(os.urandom(32))
+    (cache / "other.tmp").chmod(0o600)
+    os.replace(cache / "other.tmp", key)
+    unproven = generate()
+    assert unproven.returncode == 0 and starts(helm_log)[-1]["ppid"] == unproven.pid, "in-process"
+    wait_for(lambda: key.read_bytes() == ours, "the server puts its key back")
+    run = generate()
+    assert run.returncode == 0 and starts(helm_log)[-1]["ppid"] != run.pid, "preloaded again"
+    assert served(cache) == server
+
+
 def test_a_child_is_forked_ahead_of_each_render(
     generate: Callable[..., Run], cache: Path, helm_log: Path
 ) -> None:
@@ -452,3 +477,44 @@ def test_a_server_whose_socket_is_gone_stops_even_while_its_children_die(
             os.kill(child, signal.SIGKILL)  # each one "gone" without a connection
         time.sleep(0.05)
     assert not alive(server), "re-forking for ever instead of noticing its socket is gone"
+
+
+@given(st.binary(min_size=0, max_size=100), st.binary(max_size=300))
+def test_the_callers_mac_is_hmac_sha256(key: bytes, message: bytes) -> None:
+    """preload.mac (over _sha256 alone, to keep hashlib off the caller's path) is RFC 2104's."""
+    import hashlib
+    import hmac
+
+    assert preload.mac(key, message) == hmac.new(key, message, hashlib.sha256).digest()
+
+
+@given(
+    st.binary(min_size=32, max_size=32),
+    st.binary(min_size=preload.NONCE, max_size=preload.NONCE),
+    st.binary(min_size=preload.NONCE, max_size=preload.NONCE),
+    st.integers(1, 2**22),
+    st.integers(1, 2**22),
+    st.sampled_from(["side", "server_nonce", "client_nonce", "client", "server", "key"]),
+)
+def test_a_proof_is_worth_nothing_on_another_connection(
+    key: bytes, server_nonce: bytes, client_nonce: bytes, client: int, server: int, change: str
+) -> None:
+    """Changing any one input (a relayed connection has other pids; a replay other nonces) changes it."""
+    args: dict[str, Any] = {
+        "key": key,
+        "side": b"client",
+        "server_nonce": server_nonce,
+        "client_nonce": client_nonce,
+        "client": client,
+        "server": server,
+    }
+    other = dict(args)
+    value = other[change]
+    other[change] = (
+        b"server"
+        if change == "side"
+        else value + 1
+        if isinstance(value, int)
+        else bytes([value[0] ^ 1]) + value[1:]
+    )
+    assert preload.proof(**args) != preload.proof(**other)

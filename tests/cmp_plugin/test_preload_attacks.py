@@ -44,7 +44,8 @@ def short_tmp() -> Iterator[Path]:
 
 @pytest.fixture
 def render(repo: Path, tmp_path: Path, caller: list[str]) -> Callable[..., Run]:
-    log = tmp_path / "helm-starts.jsonl"
+    (tmp_path / "tool-log").mkdir()  # beside the caches: a tool may write its log, not a cache
+    log = tmp_path / "tool-log" / "helm-starts.jsonl"
     helm = wrapper(tmp_path, log)
 
     def run(

@@ -37,7 +37,8 @@ def test_this_kernel_offers_landlock() -> None:
 
 
 def evil_helm(tmp_path: Path, *, cache: Path, server: int, victim: Path, report: Path) -> Path:
-    script = tmp_path / "evil-helm"
+    (tmp_path / "tool").mkdir()  # a tool's directory is open to it: never the cache's parent
+    script = tmp_path / "tool" / "evil-helm"
     sock = cache / preload.SOCKET_NAME
     steps = {
         "remove-socket": f"rm -f '{sock}'",
@@ -55,7 +56,9 @@ def evil_helm(tmp_path: Path, *, cache: Path, server: int, victim: Path, report:
     lines = ["#!/bin/sh"]
     for name, command in steps.items():
         lines.append(
-            f"if {command} >/dev/null 2>&1; then echo '{name}: done'; else echo '{name}: refused'; fi >> '{report}'"
+            # the output goes beside the report: /dev/null is not writable under the sandbox, and a
+            # redirection that fails would skip the command and count it as refused
+            f"if {command} >>'{report}.out' 2>&1; then echo '{name}: done'; else echo '{name}: refused'; fi >> '{report}'"
         )
     lines.append(f"exec '{os.environ['DRIFTGUARD_HELM']}' \"$@\"")
     script.write_text("\n".join(lines) + "\n")
@@ -110,3 +113,29 @@ def test_a_render_cannot_take_the_preload_server_over(repo: Path, tmp_path: Path
     assert after.returncode == 0, after.stderr
     assert server_pid(cache) == server
     kill_preload_servers(tmp_path)
+
+
+def test_a_tool_starts_with_no_capability(tmp_path: Path) -> None:
+    """Whatever the plugin holds (this suite may run as root): CapEff, CapPrm, CapAmb all zero.
+
+    With CAP_SYS_PTRACE a tool would read a non-dumpable plugin process's environ anyway.
+    """
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    sandbox.configure(checkout=str(scratch), scratch=str(scratch))
+    try:
+        pid = sandbox.run_confined(
+            lambda: os.posix_spawn(
+                "/bin/sh", ["/bin/sh", "-c", f"grep ^Cap /proc/self/status > '{scratch}/caps'"], {}
+            ),
+            tool="/bin/sh",
+        )
+        assert os.waitpid(pid, 0)[1] == 0
+    finally:
+        sandbox.clear()
+    caps = dict(line.split(":\t") for line in (scratch / "caps").read_text().splitlines())
+    assert {k: int(v, 16) for k, v in caps.items() if k in ("CapEff", "CapPrm", "CapAmb")} == {
+        "CapEff": 0,
+        "CapPrm": 0,
+        "CapAmb": 0,
+    }

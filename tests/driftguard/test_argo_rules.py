@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from driftguard.argocd_cm import rules_from_argocd_cm
 from driftguard.drift import ALERTING, IGNORED, PRUNE_CANDIDATE, DriftEngine
 from driftguard.errors import InputError
-from driftguard.ignore import IgnoreRules, rules_from_argocd_cm
+from driftguard.ignore import IgnoreRules
 from driftguard.manifests import resource_key
 from driftguard.normalize import canonical_duration, canonical_quantity
 from driftguard.windows import SyncWindow, can_sync

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from driftguard.argocd_cm import rules_from_argocd_cm
 from driftguard.errors import InputError
-from driftguard.ignore import IgnoreRule, IgnoreRules, rules_from_application, rules_from_argocd_cm
+from driftguard.ignore import IgnoreRule, IgnoreRules, rules_from_application
 from standins.drill import inference_desired
 
 

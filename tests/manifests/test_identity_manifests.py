@@ -70,6 +70,19 @@ def test_the_admission_component_is_observe_only_over_tls(tmp_path: Path) -> Non
     mounts = {m["name"] for m in containers["admission"]["volumeMounts"]}
     volumes = {v["name"] for v in deploy["spec"]["template"]["spec"]["volumes"]}
     assert mounts <= volumes and "admission-tls" in volumes
+    # its part only, and only its secrets: no channel config or secret, no Argo CD token
+    command = containers["admission"]["command"]
+    assert command[command.index("--part") + 1] == "admission"
+    assert "envFrom" not in containers["admission"] and "config" not in mounts
+    assert not {"DRIFTGUARD_NOTIFIER_CONFIG", "DRIFTGUARD_NOTIFIER_TOKEN", "DRIFTGUARD_ARGOCD_TOKEN"} & set(
+        env
+    )
+    secret_keys = {
+        e["valueFrom"]["secretKeyRef"]["key"]
+        for e in containers["admission"]["env"]
+        if e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == "driftguard-notifier"
+    }
+    assert secret_keys == {"DRIFTGUARD_NOTIFIER_AUDIT_TOKEN"}
     ports = {p["name"]: p["port"] for p in docs[("Service", "driftguard-notifier")]["spec"]["ports"]}
     assert ports == {"http": 8080, "admission": 8443}
 

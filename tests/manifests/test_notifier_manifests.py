@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from notifier.delivery import RESOLVE_TRIGGERS
-from notifier.expand import system_rules_from_file
+from driftguard.argocd_cm import system_rules_from_file
+from notifier.alerts import RESOLVE_TRIGGERS
 from notifier.webhook import validate
 
 from .reference import ROOT, install_object, kustomize

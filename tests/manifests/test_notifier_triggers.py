@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from notifier.notices import NOTICE_TRIGGERS
+from notifier.alerts.notices import NOTICE_TRIGGERS
 from notifier.webhook import canonical_trigger
 from notifier.webhook import validate as validate_body
 from standins.argo_api import application
@@ -183,7 +183,7 @@ def test_each_trigger_holds_exactly_where_it_should(cm: dict[str, str], situatio
 
 
 def test_every_trigger_is_handled_by_the_notifier_and_subscribed(cm: dict[str, str]) -> None:
-    from notifier.delivery import RESOLVE_TRIGGERS
+    from notifier.alerts import RESOLVE_TRIGGERS
 
     handled = {"on-drift-detected"} | RESOLVE_TRIGGERS | set(NOTICE_TRIGGERS)
     [sub] = yaml.safe_load(cm["subscriptions"])

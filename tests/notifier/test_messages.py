@@ -768,7 +768,7 @@ def test_a_notice_with_a_huge_hostile_message_fits_and_stays_text(event: str) ->
 
 
 def test_the_render_refused_notice_quotes_the_gating_key_past_the_first_lines() -> None:
-    from notifier.notices import notice_for
+    from notifier.alerts.notices import notice_for
     from standins.argo_api import application
 
     stderr = "\n".join(

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from driftguard.cause import unwrap
-from notifier.notices import label_of
+from notifier.alerts.notices import label_of
 from standins.argo_api import FakeArgo, application
 from standins.drill import managed_item
 from standins.receivers import Receivers

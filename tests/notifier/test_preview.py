@@ -90,3 +90,24 @@ def test_a_broken_override_is_reported(tmp_path: Path) -> None:
     (overrides / "slack.en.j2").write_text("{% macro title(d) %}{{ d.nope.deeper }}{% endmacro %}")
     done = preview(tmp_path, "--channel", "slack", DRIFTGUARD_NOTIFIER_TEMPLATES=str(overrides))
     assert done.returncode == 2 and "slack.en.j2 is broken" in done.stderr
+
+
+def test_preview_reads_argocd_cm_merged_as_argo_cd_merges_it(tmp_path: Path) -> None:
+    # argo-cd v3.5.1 util/settings/settings.go appendResourceOverridesFromSplitKeys: the split key
+    # replaces the block's ignoreDifferences for apps/Deployment, it is not applied beside it
+    gpu = "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
+    block = f"apps/Deployment:\n  ignoreDifferences: |\n    jsonPointers:\n    - {gpu}\n"
+    split = "resource.customizations.ignoreDifferences.apps_Deployment"
+    titles = []
+    for n, data in enumerate(
+        ({"resource.customizations": block}, {"resource.customizations": block, split: "{}"})
+    ):
+        mount = tmp_path / f"argocd-cm-{n}"
+        mount.mkdir()
+        for key, value in data.items():
+            (mount / key).write_text(value)
+        done = preview(tmp_path, "--channel", "slack", "--locale", "en", DRIFTGUARD_ARGOCD_CM_FILE=str(mount))
+        assert done.returncode == 0, done.stderr
+        titles.append(json.loads(done.stdout)["blocks"][0]["text"]["text"])
+    assert "GPU limit" not in titles[0]
+    assert "GPU limit 2 -> 4 (kubectl-patch)" in titles[1]

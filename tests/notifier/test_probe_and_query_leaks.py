@@ -11,7 +11,7 @@ from flask import Flask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from notifier.incidents import parse_since
+from notifier.journal.routes import parse_since
 
 from .conftest import READ_TOKEN, TOKEN
 

@@ -15,7 +15,7 @@ from driftguard.drift import CLASSES, MISSING, PRUNE_CANDIDATE, Actor, Classifie
 from driftguard.errors import ConfigError
 from driftguard.manifests import ResourceKey
 from driftguard.report import SEVERITIES, AppInfo, DriftReport, build_report
-from notifier.channels import ALERT, NOTICE, RESOLVE, build_channels
+from notifier.channels import ALERT, FACTORIES, NOTICE, RESOLVE, build_channels
 from notifier.config import parse_config
 from notifier.digest import digest
 from notifier.render import NOTICE_EVENTS, Templates, notice_view, view
@@ -26,12 +26,17 @@ LOCALES = ("zh-CN", "en")
 
 
 def channels(locale: str) -> dict[str, Any]:
+    """One channel of every registered type: a new channel is held to these properties as it is registered."""
     raw = {
         "locale": locale,
         "channels": {
-            "feishu": {"type": "feishu", "url": "https://open.feishu.example.com/hook"},
-            "slack": {"type": "slack", "url": "https://hooks.slack.example.com/x", "locale": locale},
-            "pagerduty": {"type": "pagerduty", "routing_key": "0" * 32, "locale": locale},
+            t: {
+                "type": t,
+                "url": "https://receiver.example.com/hook",
+                "routing_key": "0" * 32,
+                "locale": locale,
+            }
+            for t in FACTORIES
         },
     }
     return build_channels(parse_config(raw), TEMPLATES)

@@ -3,42 +3,16 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from driftguard.argocd import ArgoCDClient
 from driftguard.drift import Policy
-from driftguard.errors import ConfigError, DriftguardError
-from driftguard.ignore import IgnoreRule, JqRunner, rules_from_argocd_cm
-from driftguard.manifests import load_file
+from driftguard.ignore import IgnoreRule, JqRunner
 from driftguard.redact import Redactor
 from driftguard.report import DriftReport, build_report
 from notifier.identity import IdentityStore, attribute
 
-__all__ = ["Expander", "system_rules_from_file"]
-
-
-def system_rules_from_file(path: str) -> list[IgnoreRule]:
-    """argocd-cm's ignore rules: a ConfigMap YAML file, or the ConfigMap mounted as a directory (a file per key)."""
-    if not path:
-        return []
-    where = Path(path)
-    try:
-        if where.is_dir():
-            data = {
-                f.name: f.read_text()
-                for f in sorted(where.iterdir())
-                if f.is_file() and not f.name.startswith(".")
-            }
-            return rules_from_argocd_cm(data)
-        if not where.is_file():
-            raise ConfigError("DRIFTGUARD_ARGOCD_CM_FILE", f"{path} does not exist")
-        [doc] = load_file(where, require_identity=False)
-        return rules_from_argocd_cm(doc.obj)
-    except (DriftguardError, ValueError, OSError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        raise ConfigError("DRIFTGUARD_ARGOCD_CM_FILE", f"{path}: {exc}") from exc
+__all__ = ["Expander"]
 
 
 class Expander:

@@ -8,7 +8,7 @@ channel took the alert, and when the app was back in sync (by self-heal or a syn
 are derived from those times when read.
 
 Its own table, ``drift_journal``, in the outbox's store (the SQLite file, or the PostgreSQL
-database every replica shares: schema version 3 of notifier/outbox/base.py ``MIGRATIONS``). The SQL
+database every replica shares: schema version 3 of notifier/outbox/store.py ``MIGRATIONS``). The SQL
 is written once; the outbox backend supplies transactions, placeholders and row locks. Several
 replicas write one app's episode: a unique index allows one open episode per app (two replicas
 opening it at once store it once), each read-modify-write locks the row (PostgreSQL
@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from driftguard.drift import HUMAN
 from driftguard.identity import parse_time, who
 from driftguard.report import DriftReport
-from notifier.outbox import Outbox
+from notifier.outbox.store import Store, Tx
 
 __all__ = ["Journal", "OutboxJournal", "episode_view", "summary"]
 
@@ -58,7 +58,7 @@ def _value(v: Any) -> Any:
 class OutboxJournal:
     """:class:`Journal` in the outbox's store (SQLite or PostgreSQL)."""
 
-    def __init__(self, outbox: Outbox) -> None:
+    def __init__(self, outbox: Store) -> None:
         self.outbox = outbox
 
     def drift(self, report: DriftReport, *, notified_at: float) -> str:
@@ -92,13 +92,11 @@ class OutboxJournal:
             )
         changed_at = min(times) if times else notified_at
         classes = sorted({c.cls for c in alerting})
-        ox = self.outbox
-        with ox._tx() as db:
-            row = self._open(db, report.app.key)
+        with self.outbox.transaction() as tx:
+            row = self._open(tx, report.app.key)
             if row is None:
                 eid = uuid.uuid4().hex
-                won = ox._x(
-                    db,
+                won = tx.execute(
                     "INSERT INTO drift_journal(id, app, app_name, app_namespace, classes, severity, who, who_user,"
                     " who_manager, changes, changed_at, notified_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
                     " ON CONFLICT (app) WHERE healed_at IS NULL DO NOTHING",
@@ -122,7 +120,7 @@ class OutboxJournal:
                     return eid
                 # another replica opened it meanwhile: add to theirs (healed in between as well, which
                 # needs a sync inside these milliseconds: fail, and the notification's retry opens anew)
-                row = self._open(db, report.app.key)
+                row = self._open(tx, report.app.key)
                 if row is None:
                     raise RuntimeError("the app's open drift episode was healed while this one was added")
             known = json.loads(row["changes"])
@@ -131,8 +129,7 @@ class OutboxJournal:
             # an identity record that arrived after the first alert (an audit batch is up to
             # --audit-webhook-batch-max-wait late) names the person at the next re-check
             named = not row["who_user"] and person
-            ox._x(
-                db,
+            tx.execute(
                 "UPDATE drift_journal SET changes=?, classes=?, changed_at=?, updated_at=?, who=?, who_user=? WHERE id=?",
                 (
                     json.dumps(merged[:MAX_CHANGES]),
@@ -146,24 +143,21 @@ class OutboxJournal:
             )
             return str(row["id"])
 
-    def _open(self, db: Any, app: str) -> dict[str, Any] | None:
+    def _open(self, tx: Tx, app: str) -> dict[str, Any] | None:
         """The app's open episode, locked for this transaction."""
-        row = self.outbox._x(
-            db,
+        row = tx.execute(
             "SELECT id, changes, classes, changed_at, who, who_user FROM drift_journal"  # noqa: S608 - fixed text
-            " WHERE app=? AND healed_at IS NULL" + self.outbox.row_lock,
+            " WHERE app=? AND healed_at IS NULL" + tx.row_lock,
             (app,),
         ).fetchone()
         return dict(row) if row is not None else None
 
     def alerted(self, app: str, channel: str, *, at: float) -> None:
         """A channel took the alert: the first time per channel counts."""
-        ox = self.outbox
-        with ox._tx() as db:
-            row = ox._x(
-                db,
+        with self.outbox.transaction() as tx:
+            row = tx.execute(
                 "SELECT id, alerted FROM drift_journal WHERE app=? ORDER BY changed_at DESC LIMIT 1"  # noqa: S608
-                + ox.row_lock,
+                + tx.row_lock,
                 (app,),
             ).fetchone()
             if row is None:
@@ -171,18 +165,15 @@ class OutboxJournal:
             alerted = json.loads(row["alerted"])
             if channel not in alerted:
                 alerted[channel] = at
-                ox._x(
-                    db,
+                tx.execute(
                     "UPDATE drift_journal SET alerted=?, updated_at=? WHERE id=?",
                     (json.dumps(alerted), time.time(), row["id"]),
                 )
 
     def healed(self, app: str, *, at: float, by: str) -> bool:
         """The app matches Git again: close its open episode; True for the one caller that closed it."""
-        ox = self.outbox
-        with ox._tx() as db:
-            cur = ox._x(
-                db,
+        with self.outbox.transaction() as tx:
+            cur = tx.execute(
                 "UPDATE drift_journal SET healed_at=CASE WHEN changed_at>? THEN changed_at ELSE ? END, healed_by=?,"
                 " updated_at=? WHERE app=? AND healed_at IS NULL",
                 (at, at, by, time.time(), app),
@@ -201,13 +192,11 @@ class OutboxJournal:
         if who:
             where.append("(who_user=? OR who_manager=? OR who=?)")
             args += [who, who, who]
-        ox = self.outbox
-        rows = ox._x(
-            ox._conn(),
+        rows = self.outbox.read(
             f"SELECT * FROM drift_journal WHERE {' AND '.join(where)} ORDER BY changed_at DESC LIMIT ?",  # noqa: S608
             (*args, max(1, min(limit, 5000))),
-        ).fetchall()
-        return [episode_view(dict(r)) for r in rows]
+        )
+        return [episode_view(r) for r in rows]
 
 
 def _ms(a: float | None, b: float | None) -> int | None:
