@@ -128,6 +128,12 @@ def compute(
     from driftguard import __version__
 
     _feed(h, "driftguard", __version__)
+    # the Application as the render sees it (also when it comes from a manifest, not the environment)
+    for field in ("app_name", "app_namespace", "project", "source_path", "repo_url", "kube_version"):
+        _feed(h, field, str(getattr(env, field)))
+    _feed(h, "api-versions", repr(tuple(env.api_versions)))
+    for name, value in sorted(env.env.items()):
+        _feed(h, "plugin-env", f"{name}={value}")
     for name, value in sorted(env.params.items()):
         _feed(h, "param", f"{name}={value!r}")
     _feed(h, "explicit", repr(sorted(env.explicit)))
@@ -193,9 +199,17 @@ def _helm_inputs(app_dir: Path, root: str, env: AppEnv, settings: CmpSettings, i
     from cmp_plugin.renderers.base import RenderJob, confined
     from cmp_plugin.renderers.helm import existing_values_files, missing_dependencies
 
-    missing = missing_dependencies(app_dir)
-    if missing:
-        return f"chart dependencies {', '.join(missing)} are fetched at render time"
+    if missing_dependencies(app_dir):
+        # `helm dependency build` runs first: from the checkout (file://, walked by confine) only
+        from cmp_plugin.confine import chart_dependencies
+
+        remote = sorted(
+            str(dep.get("name"))
+            for dep in chart_dependencies(app_dir)
+            if str(dep.get("repository") or "") and not str(dep.get("repository")).startswith("file://")
+        )
+        if remote:
+            return f"chart dependencies {', '.join(remote)} may be fetched at render time"
     job = RenderJob(app_dir, Path(root), env, settings, Path(os.devnull))
     files = inputs.files  # type: ignore[attr-defined]
     for _, path in existing_values_files(job):

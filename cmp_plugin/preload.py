@@ -609,10 +609,8 @@ def _child(conn: Socket) -> None:
             pass
 
     launch.limit_resources(sys.argv[1:], os.environ)
-    # with the render cache on, no planned tool: with everything imported here the render's own
-    # tool starts a few ms later anyway, and a hit (cmp_plugin/render_cache.py) starts none at all
-    cached = os.environ.get("DRIFTGUARD_CMP_RENDER_CACHE_BYTES", "").strip() not in ("0",)
-    early = None if cached else launch.early_start(sys.argv[1:], os.environ)
+    # with the render cache on, no planned tool (launch.render_cache_on)
+    early = None if launch.render_cache_on(os.environ) else launch.early_start(sys.argv[1:], os.environ)
     try:
         cli.run(early=early, report=report)  # exits the process itself
     except SystemExit as exc:
