@@ -86,7 +86,28 @@ _SCHEMA_REF_B = re.compile(rb'"\$(?:ref|dynamicRef|recursiveRef)"[ \t\r\n]*+:[ \
 
 # the revision changes on every commit and no render output depends on it (the shrink guard's
 # approval, which does, is re-checked on every render: cmp_plugin/render_cache.py)
-_ENV_SKIPPED = frozenset(("ARGOCD_APP_REVISION", "ARGOCD_APP_REVISION_SHORT", "ARGOCD_APP_REVISION_SHORT_8"))
+_ENV_SKIPPED = frozenset(
+    (
+        "ARGOCD_APP_REVISION",
+        "ARGOCD_APP_REVISION_SHORT",
+        "ARGOCD_APP_REVISION_SHORT_8",
+        # how the plugin runs and where the shrink baseline comes from, never what is rendered
+        "DRIFTGUARD_CMP_PRELOAD",
+        "DRIFTGUARD_CMP_CACHE_DIR",
+        "DRIFTGUARD_CMP_RENDER_CACHE_BYTES",
+        "DRIFTGUARD_CMP_RENDER_LOG",
+        "DRIFTGUARD_CMP_BASELINE_REQUIRED",
+        "DRIFTGUARD_CMP_BASELINE_TIMEOUT",
+        "DRIFTGUARD_CMP_SERVICE_ACCOUNT_DIR",
+        "DRIFTGUARD_KUBECONFIG",
+        "DRIFTGUARD_ARGOCD_URL",
+        "DRIFTGUARD_ARGOCD_TOKEN",
+        "DRIFTGUARD_ARGOCD_TOKEN_FILE",
+        "DRIFTGUARD_ARGOCD_CA_FILE",
+        "DRIFTGUARD_ARGOCD_INSECURE",
+        "DRIFTGUARD_ARGOCD_NAMESPACE",
+    )
+)
 _ENV_PREFIXES = ("ARGOCD_", "PARAM_", "DRIFTGUARD_", "KUBE_VERSION", "KUBE_API_VERSIONS")
 
 MAX_ENTRIES = 200_000

@@ -132,14 +132,16 @@ def _run(
     app_dir = app_dir.resolve()
     if not app_dir.is_dir():
         raise InputError(f"app directory {app_dir} does not exist")
+    scratch: Path | None = None
     if early is not None:  # the planned tool's scratch becomes this render's (cmp_plugin/launch.py)
         early.scratch_taken = True
         scratch = Path(early.scratch)
-    else:
-        scratch = Path(launch.new_scratch(str(settings.scratch_root)))
     ctx: GuardContext | None = None
     try:
-        job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
+        # a cache hit needs no scratch: the directory is made once the render is known to run
+        job = RenderJob(
+            app_dir, repo_root.resolve(), env, settings, scratch or Path(settings.scratch_root), early
+        )
         renderer = choose(app_dir, env.param("renderer"))
         _refuse_options_for_other_tools(env, renderer.name)
         # before the tool runs: every file it will read resolves inside the checkout (the
@@ -159,6 +161,9 @@ def _run(
                 return served
         else:
             confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
+        if scratch is None:
+            scratch = Path(launch.new_scratch(str(settings.scratch_root)))
+            job = job._replace(scratch=scratch)
         # and this render holds one of the slots that keep renders x cap under the container's limit
         import os
         import time
@@ -234,7 +239,8 @@ def _run(
         from cmp_plugin import sandbox
 
         sandbox.clear()
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _complete(ctx: GuardContext) -> bool:
