@@ -257,3 +257,63 @@ def test_a_render_tool_cannot_write_the_cache(generate: Generate, repo: Path, tm
     for path, data in entries.items():
         assert path.read_bytes() == data
     assert not any(b"pwned" in p.read_bytes() for p in cache.glob("render-*.bin"))
+
+
+def test_the_pr_check_renders_only_environments_whose_inputs_changed(tmp_path: Path) -> None:
+    import json
+
+    from tests.cmp_plugin.conftest import run_cmp
+    from tests.cmp_plugin.gitrepo import REPO_URL, Repo
+
+    repo = Repo(tmp_path / "gitops")
+    names = ("alpha", "beta", "gamma", "delta")
+    for name in names:
+        chart = _chart(tmp_path / "charts", name, CM % ".Values.v")
+        for f in chart.rglob("*"):
+            if f.is_file():
+                repo.write(f"charts/{name}/{f.relative_to(chart)}", f.read_text())
+        repo.write(f"charts/{name}/values.yaml", f"name: {name}\nv: one\n")
+        repo.write(
+            f"apps/{name}.yaml",
+            {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Application",
+                "metadata": {"name": name, "namespace": "argocd"},
+                "spec": {
+                    "project": "default",
+                    "source": {"repoURL": REPO_URL, "targetRevision": "main", "path": f"charts/{name}"},
+                    "destination": {"namespace": name},
+                },
+            },
+        )
+    base = repo.commit("base")
+    repo.write("charts/beta/values.yaml", "name: beta\nv: two\n")
+    head = repo.commit("one values file")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    helm = _helm_wrapper(logs / "helm", logs / "helm.log")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "DRIFTGUARD_HELM": str(helm),
+        "DRIFTGUARD_KUSTOMIZE": os.environ["DRIFTGUARD_KUSTOMIZE"],
+        "DRIFTGUARD_CMP_TOOL_READ_PATHS": f"{Path(HELM).parent}:{logs}",
+        "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": str(logs),
+    }
+    proc = run_cmp(repo.path, env, "diff", "--base", base, "--head", head, "apps/", "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    by_name = {e["name"]: e for e in json.loads(proc.stdout)["environments"]}
+    assert sorted(by_name) == sorted(names)
+    assert by_name["beta"]["counts"]["changed"] == 1
+    for name in ("alpha", "gamma", "delta"):
+        assert by_name[name]["counts"] == {**by_name[name]["counts"], "removed": 0, "added": 0, "changed": 0}
+        assert not by_name[name]["failed"]
+    assert _helm_runs(logs / "helm.log") == 2  # beta at base and at head; the others not at all
+
+
+def test_the_pr_check_uses_the_cores_it_may() -> None:
+    from cmp_plugin.envdiff import workers
+
+    cores = len(os.sched_getaffinity(0))
+    assert workers(1000) == cores
+    assert workers(1) == 1
