@@ -149,6 +149,7 @@ def compute(
     from driftguard import __version__
 
     _feed(h, "driftguard", __version__)
+    _feed(h, "code", code_stamp())
     # the Application as the render sees it (also when it comes from a manifest, not the environment)
     for field in ("app_name", "app_namespace", "project", "source_path", "repo_url", "kube_version"):
         _feed(h, field, str(getattr(env, field)))
@@ -187,6 +188,28 @@ def compute(
     if found:
         return Fingerprint(None, found, walk.files, walk.bytes)
     return Fingerprint(str(h.hexdigest()), "", walk.files, walk.bytes)
+
+
+_CODE: list[str] = []
+
+
+def code_stamp() -> str:
+    """Every source file of the plugin and the library by path, size and mtime (once per process:
+    the preload server computes it as it warms up, and stops when a file changes on disk), so that
+    a changed plugin without a new version number never serves an older plugin's render."""
+    if not _CODE:
+        import driftguard
+
+        parts = []
+        for package in (Path(__file__).parent, Path(driftguard.__file__).parent):
+            for path in sorted(package.rglob("*.py")):
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                parts.append(f"{path.relative_to(package.parent)} {st.st_size} {st.st_mtime_ns}")
+        _CODE.append("\n".join(parts))
+    return _CODE[0]
 
 
 def _feed(h: object, tag: str, value: str) -> None:

@@ -295,9 +295,13 @@ def _warm() -> None:
     import cmp_plugin.guards
     import cmp_plugin.guards.implicit_defaults
     import cmp_plugin.pipeline
+    import cmp_plugin.render_cache
     import cmp_plugin.render_log
     import cmp_plugin.renderers
     import cmp_plugin.schema_refs  # noqa: F401
+    from cmp_plugin.fingerprint import code_stamp
+
+    code_stamp()  # the render cache's code stamp, computed once for every child
 
 
 def _changed(files: dict[str, int]) -> bool:
