@@ -257,6 +257,8 @@ def main() -> int:
     quick = "--quick" in sys.argv
     clusters, services = (2, 19) if quick else (8, 19)
     print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    # a run stopped with SIGTERM (or SIGINT, ignored in a background job) still stops its servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="dg-monorepo-") as tmp:
         root = Path(tmp)
         try:
