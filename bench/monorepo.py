@@ -15,7 +15,8 @@ directory), one values file changed by the last commit.
 
 Then the preload server and the native front, each switched off: (a) again and a cold
 ``generate`` (a miss: an Application name never rendered, the server warm), medians.
-Usage: python bench/monorepo.py [--quick]  (--quick: 2 clusters, for a smoke run)
+Usage: python bench/monorepo.py [--quick | --probe]  (--quick: 2 clusters, for a smoke run;
+--probe: one Application's hit, back to back and with a pause, against bare helm and /bin/true)
 """
 
 from __future__ import annotations
@@ -280,6 +281,38 @@ def stop_servers(root: Path) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
 
 
+def probe(root: Path) -> int:
+    """One Application's hit, 30 times back to back and 30 times with a pause, against bare helm."""
+    repo, apps = build(root, 1, 2)
+    home = root / "home"
+    home.mkdir()
+    cache = root / "cache"
+    path, name, ns = apps[0]
+    env = cmp_env(home, cache, path, name, ns, "HEAD", True)
+
+    def once(argv: list[str], env: dict[str, str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=repo / path, env=env, check=True, capture_output=True)
+        return (time.perf_counter() - start) * 1000
+
+    for _ in range(3):  # the miss, the server's start, a first hit
+        once([FRONT, "generate"], env)
+    back_to_back = [once([FRONT, "generate"], env) for _ in range(30)]
+    paused = []
+    for _ in range(30):
+        time.sleep(0.1)  # the server has forked its next child
+        paused.append(once([FRONT, "generate"], env))
+    bare_argv = [HELM, "template", ".", "--name-template", name, "--namespace", ns, "--kube-version", KUBE]
+    bare = [once(bare_argv, tool_env(home)) for _ in range(10)]
+    true = [once(["/bin/true"], {}) for _ in range(30)]
+    print(
+        f"hit (ms): paused median {statistics.median(paused):.1f}, min {min(paused):.1f}; back to back "
+        f"median {statistics.median(back_to_back):.1f}; bare helm template median {statistics.median(bare):.1f}; "
+        f"/bin/true median {statistics.median(true):.1f}"
+    )
+    return 0
+
+
 def main() -> int:
     quick = "--quick" in sys.argv
     clusters, services = (2, 19) if quick else (8, 19)
@@ -289,7 +322,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dg-monorepo-") as tmp:
         root = Path(tmp)
         try:
-            return run(root, clusters, services)
+            return probe(root) if "--probe" in sys.argv else run(root, clusters, services)
         finally:
             stop_servers(root)
 
