@@ -317,3 +317,36 @@ def test_the_pr_check_uses_the_cores_it_may() -> None:
     cores = len(os.sched_getaffinity(0))
     assert workers(1000) == cores
     assert workers(1) == 1
+
+
+def test_no_cache_where_a_tool_could_write_it(tmp_path: Path) -> None:
+    from cmp_plugin import render_cache
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    outside = CmpSettings(cache_dir=tmp_path / "cache")
+    assert render_cache.usable(outside, checkout) == sandbox.available()
+    assert not render_cache.usable(CmpSettings(cache_dir=checkout / ".cache"), checkout)
+    writable = outside._replace(tool_write_paths=f"/nonexistent:{tmp_path}")
+    assert not render_cache.usable(writable, checkout)
+    assert not render_cache.usable(outside._replace(render_cache_bytes=0), checkout)
+
+
+def test_entries_are_bounded_and_the_least_recently_used_go_first(tmp_path: Path) -> None:
+    from cmp_plugin import render_cache
+    from driftguard.manifests import ResourceKey
+
+    key = ResourceKey("", "ConfigMap", "apps", "a")
+    settings_ = CmpSettings(cache_dir=tmp_path, render_cache_bytes=3500)  # three entries of ~1 KB
+    for i in range(6):
+        assert render_cache.store(
+            settings_, f"{i:064x}", text="x" * 900, renderer="helm", warnings=[], keys=[key], kept=[key]
+        )
+        os.utime(tmp_path / f"render-{i:064x}.bin", ns=(i * 10**9, i * 10**9))
+        if i == 3:
+            assert render_cache.load(settings_, f"{0:064x}") is None  # already evicted
+            hit = render_cache.load(settings_, f"{1:064x}")  # used: the newest now
+            assert hit is not None and hit.text == "x" * 900 and hit.kept == [key]
+    left = sorted(p.name for p in tmp_path.glob("render-*.bin"))
+    assert sum(p.stat().st_size for p in tmp_path.glob("render-*.bin")) <= 3500
+    assert f"render-{1:064x}.bin" in left and f"render-{2:064x}.bin" not in left
