@@ -176,8 +176,10 @@ def compute(
     if why:
         return Fingerprint(None, why)
     walk = _Walk(h, root, templates=renderer == "helm")
+    # a plain directory without `recurse` reads its top level only (cmp_plugin/dirsource.py)
+    shallow = renderer == "directory" and not env.param("recurse")
     for tree in inputs.trees:
-        walk.tree(tree)
+        walk.tree(tree, shallow=shallow)
     for file in inputs.files:
         walk.file(file, _relative(file, root))
     if walk.entries > MAX_ENTRIES:
@@ -280,7 +282,9 @@ class _Walk:
         self.texts: list[tuple[str, bytes]] = []
         """Every other file's content, read again for calls only when a template uses ``tpl``."""
 
-    def tree(self, top: str) -> None:
+    def tree(self, top: str, *, shallow: bool = False) -> None:
+        """Every file below ``top`` (symlinks followed inside the checkout); its top level only
+        with ``shallow``."""
         real = os.path.realpath(top)
         if real in self.seen:
             return
@@ -306,7 +310,9 @@ class _Walk:
                     _feed(self.h, "link", f"{name} {_relative(os.path.realpath(path), self.root)}")
                     path = os.path.realpath(path)
                 if os.path.isdir(path):
-                    if path not in self.seen:
+                    if shallow:
+                        _feed(self.h, "dir-entry", name)
+                    elif path not in self.seen:
                         self.seen.add(path)
                         stack.append((path, name))
                     else:

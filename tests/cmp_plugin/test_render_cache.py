@@ -350,3 +350,22 @@ def test_entries_are_bounded_and_the_least_recently_used_go_first(tmp_path: Path
     left = sorted(p.name for p in tmp_path.glob("render-*.bin"))
     assert sum(p.stat().st_size for p in tmp_path.glob("render-*.bin")) <= 3500
     assert f"render-{1:064x}.bin" in left and f"render-{2:064x}.bin" not in left
+
+
+def test_a_plain_directory_is_hashed_as_deep_as_it_is_read(tmp_path: Path) -> None:
+    world = _World(tmp_path)
+    plain = world.repo / "plain"
+    (plain / "sub").mkdir()
+    (plain / "sub" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+
+    def digest(recurse: bool) -> str | None:
+        params, explicit = parse_parameters({}, {"recurse": "true"} if recurse else {})
+        env = AppEnv(app_name="plain", params=params, explicit=explicit)
+        return fingerprint.compute(plain, world.repo, env, world.settings, "directory", {}).digest
+
+    before = digest(False), digest(True)
+    (plain / "sub" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+    assert digest(False) == before[0]  # not read without recurse
+    assert digest(True) != before[1]
+    (plain / "app.yml").write_text((plain / "app.yml").read_text() + "\n# changed\n")
+    assert digest(False) != before[0]
