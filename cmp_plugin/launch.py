@@ -70,10 +70,19 @@ def main() -> None:
                 sys.stderr.flush()
                 os._exit(code)
     limit_resources(sys.argv[1:], os.environ)
-    early = early_start(sys.argv[1:], os.environ)
+    early = None if render_cache_on(os.environ) else early_start(sys.argv[1:], os.environ)
     from cmp_plugin.cli import run
 
     run(early=early)
+
+
+def render_cache_on(environ: Mapping[str, str]) -> bool:
+    """Whether the render cache may serve this render (DRIFTGUARD_CMP_RENDER_CACHE_BYTES is not 0).
+
+    Then no tool is started from the plan: a hit (cmp_plugin/render_cache.py) starts none at all,
+    and a planned tool started and killed on every hit would cost more than the plan saves.
+    """
+    return environ.get("DRIFTGUARD_CMP_RENDER_CACHE_BYTES", "").strip() != "0"
 
 
 DEFAULT_MAX_MEMORY = 768 * 1024 * 1024
