@@ -179,9 +179,17 @@ class _Solver:
         """A render stopped for a reason other than the chart (a timeout): not cached."""
         self.queue = _layers(flips)
         self.running: list[tuple[list[Flip], ToolRun | str]] = []
+        self.started: dict[int, float] = {}
+        self.took: float | None = None
+        """How long the last render this proof waited for took: a render that cannot end before
+        the budget's end is not started (it would be killed, its CPU taken from other renders)."""
 
-    def launch(self, at_most: int = PARALLEL) -> None:
+    def launch(self, at_most: int = PARALLEL, stop: float | None = None) -> None:
+        import time
+
         while self.queue and len(self.running) < at_most:
+            if stop is not None and self.took is not None and time.monotonic() + self.took > stop:
+                break
             if self.renders >= MAX_RENDERS:
                 for batch in self.queue:
                     for f in batch:
@@ -189,14 +197,16 @@ class _Solver:
                 self.queue = []
                 break
             batch = self.queue.pop(0)
-            self.running.append((batch, self._start(batch)))
+            run = self._start(batch)
+            self.started[id(run)] = time.monotonic()
+            self.running.append((batch, run))
 
     def finish(self, base: dict[ResourceKey, Resource], *, budget: float | None = None) -> Proof:
         import time
 
         stop = None if budget is None else time.monotonic() + budget
         settled = 0
-        self.launch()
+        self.launch(stop=stop)
         while self.running:
             batch, run = self.running.pop(0)
             if stop is not None and settled and not isinstance(run, str):
@@ -204,6 +214,9 @@ class _Solver:
                 run.deadline = min(run.deadline, stop)
             settled += 1
             self.queue += self._settle(batch, run, base, stop)
+            began = self.started.pop(id(run), None)
+            if began is not None and not isinstance(run, str):
+                self.took = time.monotonic() - began
             if stop is not None and time.monotonic() >= stop:
                 for left, other in self.running:  # over the budget: what still runs is left for later
                     if not isinstance(other, str):
@@ -211,7 +224,7 @@ class _Solver:
                     self.queue.append(left)
                 self.running = []
                 break
-            self.launch()
+            self.launch(stop=stop)
         pending = tuple(f.key for batch in self.queue for f in batch)
         groups = tuple(tuple(f.key for f in batch) for batch in self.queue)
         return Proof(
@@ -392,11 +405,12 @@ def _colour(flips: list[Flip]) -> list[list[Flip]]:
 
 def _layers(flips: list[Flip]) -> list[list[Flip]]:
     """Every flip in one render, except where one key nests in another (``a`` removed, ``a.enabled``
-    set: one values document cannot hold both) or one key's templates hold a whole directory of
-    another's (a subchart's ``condition`` and the keys inside it: with the subchart gone, the inner
-    keys' own removals could not be told apart); such keys go to the next layer."""
+    set: one values document cannot hold both) or one key's templates hold all of another's (a
+    subchart's ``condition`` and the keys inside it, ``notifications.enabled`` and
+    ``notifications.serviceAccount.create``: with the outer key flipped the inner key's removals
+    could not be told apart); the outer key goes to the next layer. Narrow keys are placed first."""
     layers: list[list[Flip]] = []
-    for f in flips:
+    for f in sorted(flips, key=lambda f: len(f.templates)):
         for layer in layers:
             if not any(_nested(f, o) or _contains(f, o) or _contains(o, f) for o in layer):
                 layer.append(f)
@@ -407,8 +421,8 @@ def _layers(flips: list[Flip]) -> list[list[Flip]]:
 
 
 def _contains(a: Flip, b: Flip) -> bool:
-    """Whether a directory among ``a``'s templates holds one of ``b``'s."""
-    return any(t.startswith(d.rstrip("/") + "/") for d in a.templates for t in b.templates)
+    """Whether ``a``'s templates hold every one of ``b``'s."""
+    return bool(b.templates) and all(_covers(a.templates, t) for t in b.templates)
 
 
 def _nested(a: Flip, b: Flip) -> bool:
@@ -446,10 +460,29 @@ def chart_digest(chart_dir: Path) -> str | None:
     return str(h.hexdigest())
 
 
+_BASES: dict[tuple[str, str, str], str | None] = {}
+"""content_digest's part that does not depend on ``what``, per render: the guard's verdicts and its
+proof ask for it in one render, and hashing every file of a large chart twice cost ~0.1 s."""
+
+
 def content_digest(job: RenderJob, what: str) -> str | None:
     """A digest of everything a render of ``job`` reads (every chart file, the values files and
     parameters, helm's arguments, the helm binary) and of ``what`` is computed from it; None when
     the chart is too large or something cannot be read."""
+    memo = (str(job.app_dir), str(job.scratch), repr(job.env))
+    if memo not in _BASES:
+        if len(_BASES) > 16:
+            _BASES.clear()
+        _BASES[memo] = _base_digest(job)
+    base = _BASES[memo]
+    if base is None:
+        return None
+    h = hasher(base.encode())
+    h.update(b"\0" + what.encode())
+    return str(h.hexdigest())
+
+
+def _base_digest(job: RenderJob) -> str | None:
     from cmp_plugin.renderers.helm import helm_argv, values_files
 
     chart = chart_digest(job.app_dir)
@@ -468,7 +501,6 @@ def content_digest(job: RenderJob, what: str) -> str | None:
     # paths differ between renders (scratch, checkout): the files' contents are hashed instead
     for a in argv:
         h.update(b"\0" + (b"<path>" if a.startswith("/") else a.encode()))
-    h.update(b"\0" + what.encode())
     return str(h.hexdigest())
 
 
