@@ -444,3 +444,24 @@ def test_subchart_tags_and_imported_defaults_are_proven(tmp_path: Path) -> None:
     assert found["tags.jobs"].verdict == FINDING and found["tags.jobs"].rendered == ("Job j",)
     backup = found["fromredis.backup"]  # its default comes from the subchart through import-values
     assert backup.verdict == FINDING and backup.default is True and backup.rendered == ("Deployment web",)
+
+
+def test_keys_sharing_a_removed_resources_template_are_rendered_again_apart(tmp_path: Path) -> None:
+    """a and b each gate one document of shared.yaml (and a template of their own): flipped together
+    both documents go and either key could have removed either, so each is rendered again alone."""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}\n"
+    chart = make_chart(
+        tmp_path / "app",
+        {
+            "shared.yaml": "{{- if .Values.a }}\n" + cm.format("sa") + "{{- end }}\n---\n"
+            "{{- if .Values.b }}\n" + cm.format("sb") + "{{- end }}\n",
+            "a.yaml": "{{- if .Values.a }}\n" + cm.format("a") + "{{- end }}\n",
+            "b.yaml": "{{- if .Values.b }}\n" + cm.format("b") + "{{- end }}\n",
+        },
+        "a: true\nb: true\n",
+    )
+    outcome = render(chart)
+    found = switches(outcome)
+    assert found["a"].rendered == ("ConfigMap a", "ConfigMap sa")
+    assert found["b"].rendered == ("ConfigMap b", "ConfigMap sb")
+    assert renders(outcome) == 3  # both at once, then each alone
