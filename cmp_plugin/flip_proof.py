@@ -408,16 +408,27 @@ def _layers(flips: list[Flip]) -> list[list[Flip]]:
     set: one values document cannot hold both) or one key's templates hold all of another's (a
     subchart's ``condition`` and the keys inside it, ``notifications.enabled`` and
     ``notifications.serviceAccount.create``: with the outer key flipped the inner key's removals
-    could not be told apart); the outer key goes to the next layer. Narrow keys are placed first."""
+    could not be told apart); the outer key goes to the next layer. Narrow keys are placed first;
+    keys turned on and maps removed, likelier to break a render, have layers of their own."""
     layers: list[list[Flip]] = []
-    for f in sorted(flips, key=lambda f: len(f.templates)):
+    # keys turned off first; keys turned on (``not`` defaults: what they enable may ``fail`` for
+    # want of configuration) and maps removed (``nil pointer evaluating .main`` where a template
+    # reads under one unguarded) in later layers: one failing flip fails its whole render
+    for f in sorted(flips, key=lambda f: (_risk(f), len(f.templates))):
         for layer in layers:
+            if _risk(layer[0]) != _risk(f):
+                continue
             if not any(_nested(f, o) or _contains(f, o) or _contains(o, f) for o in layer):
                 layer.append(f)
                 break
         else:
             layers.append([f])
     return layers
+
+
+def _risk(f: Flip) -> int:
+    """0: a key turned off; 1: turned on or a map removed (flips that may break a render)."""
+    return 1 if f.value is None or f.value is True else 0
 
 
 def _contains(a: Flip, b: Flip) -> bool:

@@ -376,48 +376,68 @@ def test_every_candidate_is_flipped_in_one_render(tmp_path: Path) -> None:
 
 
 def test_a_removal_hidden_by_another_flip_is_not_missed(tmp_path: Path) -> None:
-    """``legacy`` on prints the same Service from another template: with every key flipped at once
+    """``modern`` off prints the same Service from another template: with every key flipped at once
     the Service only moves, so the keys of both templates are rendered again apart."""
     svc = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n"
     chart = make_chart(
         tmp_path / "app",
         {
-            "svc.yaml": "{{- if and .Values.enabled (not .Values.legacy) }}\n" + svc + "{{- end }}\n",
-            "legacy.yaml": "{{- if .Values.legacy }}\n" + svc + "{{- end }}\n",
+            "svc.yaml": "{{- if and .Values.enabled .Values.modern }}\n" + svc + "{{- end }}\n",
+            "legacy.yaml": "{{- if not .Values.modern }}\n" + svc + "{{- end }}\n",
             "cm.yaml": "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n{{- end }}\n",
         },
-        "enabled: true\nlegacy: false\n",
+        "enabled: true\nmodern: true\n",
     )
     outcome = render(chart)
     found = switches(outcome)
     assert found["enabled"].verdict == FINDING
     assert found["enabled"].rendered == ("ConfigMap cm", "Service web")
-    # alone, legacy prints the Service from legacy.yaml: Argo CD keeps it, nothing is removed
-    assert found["legacy"].verdict == REMOVES_NOTHING
-    assert renders(outcome) == 3  # all at once (moved), then each key alone
+    # alone, modern off prints the Service from legacy.yaml: Argo CD keeps it, nothing is removed
+    assert found["modern"].verdict == REMOVES_NOTHING
+    assert renders(outcome) == 3  # both at once (the Service moved), then each key alone
 
 
 def test_a_flip_that_breaks_the_render_is_set_aside_by_helms_error(tmp_path: Path) -> None:
     """helm names the values path it could not evaluate: that key renders alone, the rest together."""
     templates = {
-        f"t{i}.yaml": f"{{{{- if .Values.s{i} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n{{{{- end }}}}\n"
-        for i in range(6)
+        f"m{i}.yaml": f"{{{{- with .Values.m{i} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n{{{{- end }}}}\n"
+        for i in range(4)
     }
     templates["route.yaml"] = (
-        "{{- if .Values.route }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: route\n{{- end }}\n"
+        "{{- with .Values.route }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: route\n{{- end }}\n"
     )
     templates["NOTES.txt"] = "{{ if .Values.route.main.enabled }}reach it at the route{{ end }}\n"
     chart = make_chart(
         tmp_path / "app",
         templates,
-        "route:\n  main:\n    enabled: true\n" + "".join(f"s{i}: true\n" for i in range(6)),
+        "route:\n  main:\n    enabled: true\n" + "".join(f"m{i}:\n  size: 1\n" for i in range(4)),
     )
     outcome = render(chart)
     found = switches(outcome)
-    assert all(found[f"s{i}"].rendered == (f"ConfigMap c{i}",) for i in range(6))
-    assert found["route"].verdict == NOT_PROVEN
-    assert "NOTES.txt" in found["route"].why
+    assert all(found[f"m{i}"].rendered == (f"ConfigMap c{i}",) for i in range(4))
+    assert found["route"].verdict == NOT_PROVEN and "NOTES.txt" in found["route"].why
     assert renders(outcome) == 3  # all (fails at .Values.route.main), the rest together, route alone
+
+
+def test_keys_turned_off_render_apart_from_flips_that_may_break_it(tmp_path: Path) -> None:
+    """Keys turned on and maps removed are likelier to break a render (``fail`` for want of
+    configuration): the keys turned off are proven in a render of their own all the same."""
+    templates = {
+        f"t{i}.yaml": f"{{{{- if .Values.s{i} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n{{{{- end }}}}\n"
+        for i in range(4)
+    }
+    templates["ext.yaml"] = (
+        "{{- if not .Values.external }}\napiVersion: v1\nkind: Service\nmetadata:\n  name: internal\n"
+        '{{- else }}\n{{ fail "external needs a host" }}\n{{- end }}\n'
+    )
+    chart = make_chart(
+        tmp_path / "app", templates, "external: false\n" + "".join(f"s{i}: true\n" for i in range(4))
+    )
+    outcome = render(chart)
+    found = switches(outcome)
+    assert all(found[f"s{i}"].rendered == (f"ConfigMap c{i}",) for i in range(4))
+    assert found["external"].verdict == NOT_PROVEN and "external needs a host" in found["external"].why
+    assert renders(outcome) == 2  # the keys turned off together; external alone
 
 
 def test_subchart_tags_and_imported_defaults_are_proven(tmp_path: Path) -> None:
