@@ -181,14 +181,18 @@ class _Solver:
         self.running: list[tuple[list[Flip], ToolRun | str]] = []
         self.started: dict[int, float] = {}
         self.took: float | None = None
-        """How long the last render this proof waited for took: a render that cannot end before
-        the budget's end is not started (it would be killed, its CPU taken from other renders)."""
+        """How long the last render this proof waited for took: under a budget, a render that
+        cannot end before the budget's end is not started (it would be killed, its CPU taken from
+        other renders), nor a second one before the first has ended."""
 
     def launch(self, at_most: int = PARALLEL, stop: float | None = None) -> None:
         import time
 
         while self.queue and len(self.running) < at_most:
-            if stop is not None and self.took is not None and time.monotonic() + self.took > stop:
+            if stop is not None and (
+                (self.took is None and self.running)  # how long one takes is known once one ends
+                or (self.took is not None and time.monotonic() + self.took > stop)
+            ):
                 break
             if self.renders >= MAX_RENDERS:
                 for batch in self.queue:
