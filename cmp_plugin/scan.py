@@ -257,12 +257,26 @@ def _argo_reads(text: str, start: int, end: int) -> bool:
     literally unless a double-quoted scalar spells it with escapes; a top-level ``items`` key
     (List flattening, null lists) is a column-0 ``items:`` line (a quoted or spaced one is an odd
     line the parser reads anyway). cmp_plugin/target.py decides from the parsed object.
+
+    Two more ways to hide them from a line scanner are parsed too. go-yaml v2 (Argo CD's YAML:
+    sigs.k8s.io/yaml over go.yaml.in/yaml/v2) ends a line at CR, NEL, LS and PS as at LF
+    (yamlprivateh.go ``is_break``), so ``spec: {}<CR>items: []`` has a top-level ``items`` key;
+    and it decodes a ``!!binary`` scalar to a string (decode.go ``scalar``), a mapping key too,
+    so ``!!binary YXJnb2Nk...: PreSync`` is a hook annotation: every document with a tag is parsed.
     """
     if text.find("/hook", start, end) >= 0 or text.find("\nitems:", start, end) >= 0:
         return True
-    if text.startswith("items:", start):
+    if text.startswith("items:", start) or text.startswith("!", start):
+        return True
+    if _OTHER_BREAK.search(text, start, end) or _TAG.search(text, start, end):
         return True
     return text.find("\\", start, end) >= 0 and text.find('"', start, end) >= 0
+
+
+# a line break go-yaml reads and the line scanner does not: CR not before LF, NEL, LS, PS
+_OTHER_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
+# a tag's "!" (or one in text: only a parse then) after a blank, a break or a flow indicator
+_TAG = re.compile(r"[ \t\r\n\[{,]!")
 
 
 def _doc_of(offsets: list[int], at: int) -> int:

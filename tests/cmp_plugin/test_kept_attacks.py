@@ -78,6 +78,26 @@ def test_the_same_pvc_kept_passes(generate: Generate, cluster: FakeArgo, repo: P
             ),
         ),
         ("generateName equal to the old name", pvc().replace("  name: data", "  generateName: data")),
+        # go-yaml v2 decode.go: a !!binary scalar decodes to a string, a mapping key too
+        (
+            "hook key as !!binary",
+            pvc().replace(
+                "  namespace: plain",
+                "  namespace: plain\n  annotations:\n    !!binary YXJnb2NkLmFyZ29wcm9qLmlvL2hvb2s=: PreSync",
+            ),
+        ),
+        (
+            "helm hook key as a verbatim binary tag",
+            pvc().replace(
+                "  namespace: plain",
+                "  namespace: plain\n  annotations:\n    !<tag:yaml.org,2002:binary> aGVsbS5zaC9ob29r: pre-install",
+            ),
+        ),
+        # go-yaml v2 yamlprivateh.go is_break: CR, NEL, LS and PS end a line as LF does
+        ("items after a lone CR", pvc().rstrip("\n") + "\ritems: []\n"),
+        ("items after a NEL", pvc().rstrip("\n") + "\x85items: []\n"),
+        ("items after a line separator", pvc().rstrip("\n") + "\u2028items: []\n"),
+        ("items after a paragraph separator", pvc().rstrip("\n") + "\u2029items: []\n"),
     ],
 )
 def test_a_pvc_argo_cd_does_not_keep_is_a_removal(
