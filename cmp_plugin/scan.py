@@ -132,6 +132,15 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         return None  # a name/namespace/generateName line the head did not account for
     if nl.count("\n# Source: ") != sum(1 for m in heads if m.group(1) is not None):
         return None
+    if _CONTINUED.search(nl):
+        return None  # an identity value a deeper line continues: tier 2 parses that document
+    for m in heads:
+        # the rest of metadata (after the head's name/namespace line): every line at indent 2 a
+        # plain ``key:``, none at indent 1. A quoted, explicit (``?``), merge (``<<``) or spaced
+        # (``namespace  :``) key there may be a second name or namespace Go reads last.
+        nxt = _NEXT_TOP.search(nl, m.end() - 1)
+        if _ODD2.search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
+            return None
     docs: list[Doc] = []
     append = docs.append
     count = text.count
@@ -175,6 +184,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         for m in rx.finditer(nl)
     }
     odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
+    odd |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
     odd |= {i for i, (_, chunk) in enumerate(chunks) if _argo_reads(chunk, 0, len(chunk))}
     ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
@@ -338,6 +348,12 @@ _EMPTY: Any = object()
 
 
 _TABS = re.compile(r"\n *\t")
+# an identity key's plain value continued on a deeper line (after blank lines or not): YAML folds
+# it in, ``kind: PersistentVolumeClaim`` + `` x`` is the kind ``PersistentVolumeClaim x``
+_CONTINUED = re.compile(
+    r"\n( *+)(?:apiVersion|kind|name|namespace|generateName):[ \t]++[^ \t\r\n#][^\n]*+\n"
+    r"(?:[ \t]*+\r?\n)*+\1 ++[^ \t\r\n#]"
+)
 # a column-0 line that is neither blank, a comment, a document marker, nor `key:` / `key: value`
 # (a column-0 "- item" belongs to the key above it, as kubectl and helm print "rules:\n- ...")
 _ODD_TOP = _ODD_TOP_HELM
