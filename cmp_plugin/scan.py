@@ -38,7 +38,7 @@ from driftguard.manifests import (
     split_documents,
 )
 
-__all__ = ["Doc", "scan_stream"]
+__all__ = ["Doc", "may_decide_kept", "scan_stream"]
 
 # the words go-yaml v2 (Argo CD's YAML; driftguard/goyaml.py) reads as booleans or null, not strings
 _YAML_WORDS_LIST = (
@@ -152,7 +152,7 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         src, api, kind, name, namespace = m.groups()
         src = src.strip(" \t") if src is not None else None
         end = heads[i + 1].start() if i + 1 < n else len(text)
-        if kind.endswith("List") or kind == "CustomResourceDefinition" or _argo_reads(text, at, end):
+        if kind.endswith("List") or kind == "CustomResourceDefinition" or may_decide_kept(text, at, end):
             # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
             # possible hook annotation or top-level ``items`` key parsed (cmp_plugin/target.py)
             docs += _scan_general(text[at:end], source=source, limits=limits, first_line=line)
@@ -185,7 +185,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     }
     odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
     odd |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
-    odd |= {i for i, (_, chunk) in enumerate(chunks) if _argo_reads(chunk, 0, len(chunk))}
+    odd |= {i for i, (_, chunk) in enumerate(chunks) if may_decide_kept(chunk, 0, len(chunk))}
     ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
@@ -260,7 +260,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     return docs
 
 
-def _argo_reads(text: str, start: int, end: int) -> bool:
+def may_decide_kept(text: str, start: int, end: int) -> bool:
     """Whether text[start:end] may hold what decides if Argo CD keeps a resource: parse it then.
 
     A hook annotation key (``argocd.argoproj.io/hook``, ``helm.sh/hook``) always holds ``/hook``
