@@ -20,7 +20,7 @@ from cmp_plugin import helm_inflation
 from driftguard.errors import InputError
 from driftguard.gostruct import GoStruct, go_struct
 
-__all__ = ["Inputs", "check_app_dir", "check_render_inputs", "check_tree", "inside"]
+__all__ = ["Inputs", "check_app_dir", "check_render_inputs", "check_tree", "inside", "locked_dependencies"]
 
 
 class Inputs:
@@ -156,8 +156,12 @@ def chart_dependencies(chart_dir: Path, *, only_files: bool = False) -> list[GoS
     pkg/chart/loader/load.go unmarshals requirements.yaml into the same Metadata).
     With ``only_files``, a file that cannot name a ``file://`` repository is not parsed.
     """
-    out: list[GoStruct] = []
-    for name in ("Chart.yaml", "requirements.yaml"):
+    return [dep for _, dep in _dependencies(chart_dir, ("Chart.yaml", "requirements.yaml"), only_files)]
+
+
+def _dependencies(chart_dir: Path, names: tuple[str, ...], only_files: bool) -> list[tuple[str, GoStruct]]:
+    out: list[tuple[str, GoStruct]] = []
+    for name in names:
         try:
             text = (chart_dir / name).read_text()
         except OSError:
@@ -166,19 +170,29 @@ def chart_dependencies(chart_dir: Path, *, only_files: bool = False) -> list[GoS
             continue
         doc = go_struct(_load_yaml(text, name), name)
         deps = doc.get("dependencies") if doc is not None else None
-        out += [d for d in deps if isinstance(d, GoStruct)] if isinstance(deps, list) else []
+        out += [(name, d) for d in deps if isinstance(d, GoStruct)] if isinstance(deps, list) else []
     return out
+
+
+# helm dependency build downloads the lock's dependencies, not Chart.yaml's, once the lock's digest
+# (which the tenant writes too) matches: pkg/downloader/manager.go Build, downloadAll(lock.Dependencies)
+_DEPENDENCY_FILES = ("Chart.yaml", "requirements.yaml", "Chart.lock", "requirements.lock")
+
+
+def locked_dependencies(chart_dir: Path) -> list[GoStruct]:
+    """Every dependency ``helm dependency build`` may fetch: Chart.yaml's, requirements.yaml's and the locks'."""
+    return [dep for _, dep in _dependencies(chart_dir, _DEPENDENCY_FILES, False)]
 
 
 def _check_chart_dependencies(chart_dir: Path, repo_root: Path, inputs: Inputs | None = None) -> None:
     """``file://`` dependencies (copied in by ``helm dependency build``) must be in the checkout too."""
-    for dep in chart_dependencies(chart_dir, only_files=True):
+    for origin, dep in _dependencies(chart_dir, _DEPENDENCY_FILES, True):
         repo = str(dep.get("repository") or "")
         if repo.startswith("file://"):
             target = chart_dir / repo[len("file://") :]
             if not inside(str(target), os.path.realpath(repo_root)):
                 raise InputError(
-                    f"Chart.yaml dependency {dep.get('name')!r}: {repo} leads outside the repository checkout"
+                    f"{origin} dependency {dep.get('name')!r}: {repo} leads outside the repository checkout"
                 )
             check_tree(target, repo_root, what=f"chart dependency {dep.get('name')!r}")
             if inputs is not None:

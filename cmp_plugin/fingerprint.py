@@ -247,11 +247,11 @@ def _helm_inputs(app_dir: Path, root: str, env: AppEnv, settings: CmpSettings, i
 
     if missing_dependencies(app_dir):
         # `helm dependency build` runs first: from the checkout (file://, walked by confine) only
-        from cmp_plugin.confine import chart_dependencies
+        from cmp_plugin.confine import locked_dependencies
 
         remote = sorted(
             str(dep.get("name"))
-            for dep in chart_dependencies(app_dir)
+            for dep in locked_dependencies(app_dir)
             if str(dep.get("repository") or "") and not str(dep.get("repository")).startswith("file://")
         )
         if remote:

@@ -369,3 +369,22 @@ def test_a_plain_directory_is_hashed_as_deep_as_it_is_read(tmp_path: Path) -> No
     assert digest(True) != before[1]
     (plain / "app.yml").write_text((plain / "app.yml").read_text() + "\n# changed\n")
     assert digest(False) != before[0]
+
+
+def test_a_lock_that_names_a_remote_repository_is_not_cacheable(tmp_path: Path) -> None:
+    """helm dependency build fetches the lock's dependencies once its digest matches
+    (helm pkg/downloader/manager.go Build): a remote one in Chart.lock, behind a Chart.yaml whose
+    own dependencies are all in the checkout, still makes the render read the network."""
+    settings_ = CmpSettings(helm=HELM, cache_dir=tmp_path / "cache")
+    params, explicit = parse_parameters({}, {})
+    env = AppEnv(app_name="demo", params=params, explicit=explicit)
+    _chart(tmp_path, "lib", CM % '"x"')
+    chart = _chart(tmp_path, "app", CM % '"x"')
+    with (chart / "Chart.yaml").open("a") as f:
+        f.write("dependencies:\n- name: lib\n  version: 1.0.0\n  repository: file://../lib\n")
+    assert fingerprint.compute(chart, tmp_path, env, settings_, "helm", {}).digest is not None
+    (chart / "Chart.lock").write_text(
+        "dependencies:\n- name: lib\n  version: 1.0.0\n  repository: https://charts.example.com\n"
+    )
+    found = fingerprint.compute(chart, tmp_path, env, settings_, "helm", {})
+    assert found.digest is None and "lib" in found.why
