@@ -74,6 +74,8 @@ def corpus_cases(charts: Path) -> list[tuple[str, Path, str | None]]:
 
 STAT = "median"
 """How the runs of one case are summed up (--stat): median, or min on a busy machine."""
+ONLY: frozenset[str] = frozenset()
+"""Chart names to run (--only), all when empty."""
 PRELOAD = "on"
 """DRIFTGUARD_CMP_PRELOAD for the renders (--preload): on, as the sidecar manifests ship it."""
 
@@ -122,23 +124,36 @@ def in_process(chart: Path, values: str | None, cache: Path) -> tuple[float, flo
     return cold * 1000, min(warm) * 1000, join * 1000
 
 
-def proof_counts(chart: Path, charts: Path, values: str | None, cache: Path) -> tuple[int, int, int]:
-    """(candidates, proven keys, renders) of the whole proof, in-process (as ``render`` runs it)."""
+def proof_counts(
+    chart: Path, charts: Path, values: str | None, cache: Path
+) -> tuple[int, int, int, int, int]:
+    """(candidates, proven keys, renders of the whole proof, renders of a cold ``generate``, keys it
+    left pending), in-process: ``render`` (the whole proof) and a hot render as ``generate`` runs it."""
     from cmp_plugin import pipeline
     from cmp_plugin.guards.implicit_defaults import NOTE, SCAN_VERDICTS, ImplicitDefaultsGuard
+    from cmp_plugin.helmchart.implicit import PENDING
 
-    os.environ["DRIFTGUARD_CMP_CACHE_DIR"] = str(cache)
     params, explicit = parse_parameters({}, {"values-files": [values]} if values else {})
     env = AppEnv(app_name=chart.name, app_namespace="rc-apps", params=params, explicit=explicit)
-    outcome = pipeline.run(
-        chart, repo_root=charts, env=env, settings=CmpSettings.from_env(), guards=(ImplicitDefaultsGuard(),)
-    )
-    switches = outcome.notes[NOTE]
-    assert isinstance(switches, list)
-    candidates = {f.gate.key for f in switches if f.verdict not in SCAN_VERDICTS}
-    proven = {f.gate.key for f in switches if f.is_finding}
-    renders = outcome.notes[NOTE + "-renders"]
-    return len(candidates), len(proven), int(renders)  # type: ignore[call-overload]
+    counts = []
+    for hot in (True, False):
+        os.environ["DRIFTGUARD_CMP_CACHE_DIR"] = str(cache / ("hot" if hot else "whole"))
+        outcome = pipeline.run(
+            chart,
+            repo_root=charts,
+            env=env,
+            settings=CmpSettings.from_env(),
+            guards=(ImplicitDefaultsGuard(),),
+            hot=hot,
+        )
+        switches = outcome.notes[NOTE]
+        assert isinstance(switches, list)
+        candidates = {f.gate.key for f in switches if f.verdict not in SCAN_VERDICTS}
+        proven = {f.gate.key for f in switches if f.is_finding}
+        pending = {f.gate.key for f in switches if f.verdict == PENDING}
+        counts.append((len(candidates), len(proven), int(outcome.notes[NOTE + "-renders"]), len(pending)))  # type: ignore[call-overload]
+    (_, _, cold_renders, left), (cand, keys, renders, _) = counts
+    return cand, keys, renders, cold_renders, left
 
 
 def warm_up(chart: Path, charts: Path, values: str | None, cache: str) -> None:
@@ -165,11 +180,15 @@ def on_corpus(charts: Path, runs: int) -> int:
     print(
         "--stat (median or min) of --runs interleaved runs; `pending` = keys generate left for the next render (cold)"
     )
+    print("renders: of the whole proof (render) / of a cold generate (hot, in-process); `pending` = keys the")
+    print("cold generate left for the next render (in-process, and the most over the timed cold runs)")
     print(
-        f"{'case':52} {'cand':>4} {'proven':>6} {'renders':>7} {'lines':>5} {'off ms':>7}"
+        f"{'case':52} {'cand':>4} {'proven':>6} {'renders':>9} {'lines':>5} {'off ms':>7}"
         f" {'cold +ms':>8} {'warm +ms':>8} {'pending':>7}"
     )
     for label, chart, values in corpus_cases(charts):
+        if ONLY and chart.name not in ONLY:
+            continue
         with tempfile.TemporaryDirectory() as cache:
             _, rc, err = generate(chart, charts, values, "warn", cache)
             if rc != 0:
@@ -200,13 +219,15 @@ def on_corpus(charts: Path, runs: int) -> int:
                         lines = max(lines, len([x for x in err.splitlines() if "chart default" in x]))
                         warm_up(chart, charts, values, cache)  # the "warm" runs find the whole proof
                     {"off": off, "cold": cold, "warm": warm}[kind].append(took * 1000)
-            cand, proven, renders = proof_counts(chart, charts, values, Path(cache) / "counts")
+            cand, proven, renders, cold_renders, left = proof_counts(
+                chart, charts, values, Path(cache) / "counts"
+            )
         stat = min if STAT == "min" else statistics.median
         m_off = stat(off)
         print(
-            f"{label:52} {cand:4} {proven:6} {renders:7} {lines:5} {m_off:7.0f}"
+            f"{label:52} {cand:4} {proven:6} {f'{renders}/{cold_renders}':>9} {lines:5} {m_off:7.0f}"
             f" {stat(cold) - m_off:+8.0f} {stat(warm) - m_off:+8.0f}"
-            f" {max(pending):7}"
+            f" {f'{left}/{max(pending)}':>7}"
         )
     return 0
 
@@ -221,10 +242,12 @@ def main() -> int:
         "--preload", choices=("on", "off"), default="on", help="DRIFTGUARD_CMP_PRELOAD (default on)"
     )
     ap.add_argument("--stat", choices=("median", "min"), default="median", help="how runs are summed up")
+    ap.add_argument("--only", default="", help="chart names, comma-separated (default: every chart)")
     args = ap.parse_args()
     chart_cases.compile_bytecode()
-    global PRELOAD, STAT  # a benchmark's switches
+    global ONLY, PRELOAD, STAT  # a benchmark's switches
     PRELOAD, STAT = args.preload, args.stat
+    ONLY = frozenset(n for n in args.only.split(",") if n)
     if args.corpus.is_dir():
         return on_corpus(args.corpus, args.runs)
     with tempfile.TemporaryDirectory() as tmp:

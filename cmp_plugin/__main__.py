@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cmp_plugin.launch import early_start
+from cmp_plugin.launch import early_start, render_cache_on
 from cmp_plugin.spawn import limit_resources
 
 
@@ -37,7 +37,7 @@ def main() -> None:
                 sys.stderr.flush()
                 os._exit(code)
     limit_resources(sys.argv[1:], os.environ)
-    early = early_start(sys.argv[1:], os.environ)
+    early = None if render_cache_on(os.environ) else early_start(sys.argv[1:], os.environ)
     from cmp_plugin.cli import run
 
     run(early=early)

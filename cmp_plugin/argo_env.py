@@ -120,6 +120,8 @@ def _from_app_parameters(text: str) -> dict[str, tuple[Any, str]]:
         items = json.loads(text)
     except ValueError as exc:
         raise InputError(f"ARGOCD_APP_PARAMETERS is not JSON: {exc}") from exc
+    except RecursionError as exc:  # Argo CD marshals flat parameters: nothing real nests this deep
+        raise InputError("ARGOCD_APP_PARAMETERS is nested too deeply") from exc
     if items is None:
         return {}
     if not isinstance(items, list):

@@ -218,6 +218,7 @@ def cmd_generate(
         settings=settings,
         early=early,
         hot=True,  # Argo CD waits: implicit-defaults' proofs spend about one render's time, then go on next time
+        cache=True,  # an unchanged input is served from the render cache (cmp_plugin/render_cache.py)
     )
     from cmp_plugin import baseline
 

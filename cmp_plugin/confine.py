@@ -20,7 +20,22 @@ from cmp_plugin import helm_inflation
 from driftguard.errors import InputError
 from driftguard.gostruct import GoStruct, go_struct
 
-__all__ = ["check_app_dir", "check_render_inputs", "check_tree", "inside"]
+__all__ = ["Inputs", "check_app_dir", "check_render_inputs", "check_tree", "inside", "locked_dependencies"]
+
+
+class Inputs:
+    """What the walk below found a render will read, for the render fingerprint (cmp_plugin/fingerprint.py).
+
+    ``trees``: directories read whole (a chart, a kustomization's directory), ``files``: single
+    files named from elsewhere; ``unseen``: why the render may read something no file here holds
+    (a remote base, a chart fetched by kustomize's helm inflation): such a render is not cached.
+    """
+
+    def __init__(self) -> None:
+        self.trees: list[str] = []
+        self.files: list[str] = []
+        self.unseen: list[str] = []
+
 
 MAX_ENTRIES = 200_000
 """Directory entries walked for one render: beyond this the checkout is refused, not walked for ever."""
@@ -105,12 +120,17 @@ def check_tree(top: Path, repo_root: Path, *, what: str) -> None:
                 stack.append(entry.path)
 
 
-def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str) -> None:
-    """Every file the chosen renderer will read is inside the checkout; InputError otherwise."""
+def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str, inputs: Inputs | None = None) -> None:
+    """Every file the chosen renderer will read is inside the checkout; InputError otherwise.
+
+    With ``inputs``, what was walked is recorded there (the render fingerprint hashes it).
+    """
     check_app_dir(app_dir, repo_root)
     if renderer == "kustomize":
-        _check_kustomize(app_dir, repo_root)
+        _check_kustomize(app_dir, repo_root, inputs)
         return
+    if inputs is not None:
+        inputs.trees.append(os.path.realpath(app_dir))
     if renderer == "directory":
         return  # the walk checks each file it reads, as Argo CD does (cmp_plugin/dirsource.py)
     what = {"helm": "the chart", "directory": "the manifest directory"}.get(renderer, "the app directory")
@@ -118,7 +138,7 @@ def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str) -> None:
     if renderer == "helm":
         from cmp_plugin.helmchart.schema_refs import check_chart_schemas
 
-        _check_chart_dependencies(app_dir, repo_root)
+        _check_chart_dependencies(app_dir, repo_root, inputs)
         check_chart_schemas(app_dir, os.path.realpath(repo_root))
 
 
@@ -136,8 +156,12 @@ def chart_dependencies(chart_dir: Path, *, only_files: bool = False) -> list[GoS
     pkg/chart/loader/load.go unmarshals requirements.yaml into the same Metadata).
     With ``only_files``, a file that cannot name a ``file://`` repository is not parsed.
     """
-    out: list[GoStruct] = []
-    for name in ("Chart.yaml", "requirements.yaml"):
+    return [dep for _, dep in _dependencies(chart_dir, ("Chart.yaml", "requirements.yaml"), only_files)]
+
+
+def _dependencies(chart_dir: Path, names: tuple[str, ...], only_files: bool) -> list[tuple[str, GoStruct]]:
+    out: list[tuple[str, GoStruct]] = []
+    for name in names:
         try:
             text = (chart_dir / name).read_text()
         except OSError:
@@ -146,21 +170,33 @@ def chart_dependencies(chart_dir: Path, *, only_files: bool = False) -> list[GoS
             continue
         doc = go_struct(_load_yaml(text, name), name)
         deps = doc.get("dependencies") if doc is not None else None
-        out += [d for d in deps if isinstance(d, GoStruct)] if isinstance(deps, list) else []
+        out += [(name, d) for d in deps if isinstance(d, GoStruct)] if isinstance(deps, list) else []
     return out
 
 
-def _check_chart_dependencies(chart_dir: Path, repo_root: Path) -> None:
+# helm dependency build downloads the lock's dependencies, not Chart.yaml's, once the lock's digest
+# (which the tenant writes too) matches: pkg/downloader/manager.go Build, downloadAll(lock.Dependencies)
+_DEPENDENCY_FILES = ("Chart.yaml", "requirements.yaml", "Chart.lock", "requirements.lock")
+
+
+def locked_dependencies(chart_dir: Path) -> list[GoStruct]:
+    """Every dependency ``helm dependency build`` may fetch: Chart.yaml's, requirements.yaml's and the locks'."""
+    return [dep for _, dep in _dependencies(chart_dir, _DEPENDENCY_FILES, False)]
+
+
+def _check_chart_dependencies(chart_dir: Path, repo_root: Path, inputs: Inputs | None = None) -> None:
     """``file://`` dependencies (copied in by ``helm dependency build``) must be in the checkout too."""
-    for dep in chart_dependencies(chart_dir, only_files=True):
+    for origin, dep in _dependencies(chart_dir, _DEPENDENCY_FILES, True):
         repo = str(dep.get("repository") or "")
         if repo.startswith("file://"):
             target = chart_dir / repo[len("file://") :]
             if not inside(str(target), os.path.realpath(repo_root)):
                 raise InputError(
-                    f"Chart.yaml dependency {dep.get('name')!r}: {repo} leads outside the repository checkout"
+                    f"{origin} dependency {dep.get('name')!r}: {repo} leads outside the repository checkout"
                 )
             check_tree(target, repo_root, what=f"chart dependency {dep.get('name')!r}")
+            if inputs is not None:
+                inputs.trees.append(os.path.realpath(target))
             from cmp_plugin.helmchart.schema_refs import check_chart_schemas
 
             check_chart_schemas(target, os.path.realpath(repo_root))
@@ -177,7 +213,7 @@ def _load_yaml(text: str, origin: str) -> Any:
         raise InputError(f"{origin} is not valid YAML: {exc}") from exc
 
 
-def _check_kustomize(app_dir: Path, repo_root: Path) -> None:
+def _check_kustomize(app_dir: Path, repo_root: Path, inputs: Inputs | None = None) -> None:
     """Walk the kustomization graph: each directory it builds, each file it names, all inside.
 
     A ``generators``/``transformers``/``validators`` entry is a builtin plugin's config (a file, a
@@ -195,6 +231,8 @@ def _check_kustomize(app_dir: Path, repo_root: Path) -> None:
             continue
         done.add((here, configs))
         check_tree(Path(here), repo_root, what="the kustomization")
+        if inputs is not None:
+            inputs.trees.append(here)
         marker = next((m for m in _KUSTOMIZE_MARKERS if os.path.isfile(os.path.join(here, m))), None)
         if marker is None:
             continue
@@ -204,31 +242,40 @@ def _check_kustomize(app_dir: Path, repo_root: Path) -> None:
         if doc is None:
             continue
         helm_inflation.check_kustomization(doc, here, root, origin)
+        if inputs is not None and doc.get("helmCharts"):
+            inputs.unseen.append(f"{origin} inflates helm charts (kustomize may fetch them)")
         plugin_entries = {e for field in _PLUGIN_FIELDS for e in (doc.get(field) or []) if isinstance(e, str)}
         if configs:  # a directory a generators/transformers entry named: its resources are configs
             plugin_entries |= {e for e in doc.get("resources") or [] if isinstance(e, str)}
         for inline in (e for e in plugin_entries if "\n" in e):
-            _check_configs(inline, here, root, origin)  # a config written in the kustomization itself
+            _check_configs(inline, here, root, origin, inputs)  # a config written in the kustomization itself
         for ref in _references(doc):
             if "\n" in ref:
                 continue  # an inline config or patch, not a path
             target = os.path.join(here, ref)
             if not os.path.lexists(target):
+                if inputs is not None:
+                    inputs.unseen.append(f"{origin} refers to {ref!r}, which is not a file in the checkout")
                 continue  # a remote base, or missing: kustomize fetches or fails on its own
             if not inside(target, root):
                 raise InputError(f"{origin} refers to {ref!r}, which leads outside the repository checkout")
             is_config = ref in plugin_entries
             if os.path.isdir(target):
                 todo.append((os.path.realpath(target), is_config))
-            elif is_config:
-                with open(target, encoding="utf-8", errors="replace") as f:
-                    _check_configs(f.read(), here, root, _rel(target, root))
+            else:
+                if inputs is not None:
+                    inputs.files.append(os.path.realpath(target))
+                if is_config:
+                    with open(target, encoding="utf-8", errors="replace") as f:
+                        _check_configs(f.read(), here, root, _rel(target, root), inputs)
 
 
 _PLUGIN_FIELDS = ("generators", "transformers", "validators")
 
 
-def _check_configs(text: str, kustomization_dir: str, root: str, origin: str) -> None:
+def _check_configs(
+    text: str, kustomization_dir: str, root: str, origin: str, inputs: Inputs | None = None
+) -> None:
     """Every file a builtin plugin config names stays inside the checkout (relative to its kustomization)."""
     import yaml
 
@@ -243,8 +290,17 @@ def _check_configs(text: str, kustomization_dir: str, root: str, origin: str) ->
         if config is None:
             continue
         helm_inflation.check_config(config, kustomization_dir, root, origin)
+        if inputs is not None and str(config.get("kind") or "") == "HelmChartInflationGenerator":
+            inputs.unseen.append(f"{origin} inflates a helm chart (kustomize may fetch it)")
         for ref in _config_references(config):
             target = os.path.join(kustomization_dir, ref)
+            if inputs is not None:
+                if os.path.isdir(target):
+                    inputs.trees.append(os.path.realpath(target))
+                elif os.path.lexists(target):
+                    inputs.files.append(os.path.realpath(target))
+                else:
+                    inputs.unseen.append(f"{origin} refers to {ref!r}, which is not a file in the checkout")
             if not inside(target, root):
                 raise InputError(
                     f"{origin}: the {config.get('kind') or 'plugin'} config refers to {ref!r}, which leads "

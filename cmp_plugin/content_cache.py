@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_get", "cache_put", "content_key", "hasher"]
+__all__ = ["blob_get", "blob_put", "cache_get", "cache_put", "content_key", "hasher"]
 
 KEEP = 128
 """Entries kept per kind (the part of the name before the first '-'); older ones are removed."""
@@ -73,16 +73,57 @@ def cache_put(cache_dir: Path, name: str, body: Any) -> None:
         if len(data) > MAX_ENTRY:
             return
         write_private(str(cache_dir / f"{name}.json"), data)
-        kind = name.split("-", 1)[0]
-        entries = sorted(
-            ((p.stat(), p) for p in cache_dir.glob(f"{kind}-*.json")),
-            key=lambda e: e[0].st_mtime,
-            reverse=True,
-        )
-        total = 0
-        for kept, (stat, path) in enumerate(entries, 1):  # newest first: keep within both budgets
-            total += stat.st_size
-            if kept > KEEP or total > KEEP_BYTES:
-                path.unlink(missing_ok=True)
+        _evict(cache_dir, name.split("-", 1)[0], ".json", KEEP, KEEP_BYTES)
     except OSError:
         pass  # a cache that cannot be written only costs the next render the work again
+
+
+def _evict(cache_dir: Path, kind: str, suffix: str, keep: int, keep_bytes: int) -> None:
+    """Remove the oldest entries of ``kind`` (by mtime) past ``keep`` entries or ``keep_bytes`` bytes."""
+    entries = []
+    for path in cache_dir.glob(f"{kind}-*{suffix}"):
+        try:
+            entries.append((path.stat(), path))
+        except OSError:
+            continue  # removed by another render meanwhile
+    entries.sort(key=lambda e: e[0].st_mtime_ns, reverse=True)
+    total = 0
+    for kept, (stat, path) in enumerate(entries, 1):  # newest first: keep within both budgets
+        total += stat.st_size
+        if kept > keep or total > keep_bytes:
+            path.unlink(missing_ok=True)
+
+
+def blob_get(cache_dir: Path, name: str, limit: int) -> bytes | None:
+    """The bytes of a binary entry (``<name>.bin``) when ours to trust and at most ``limit``; else None.
+
+    A hit is marked as used (its mtime), so that eviction removes the least recently used first.
+    """
+    import contextlib
+    import os
+
+    from cmp_plugin.paths import open_private
+
+    path = str(cache_dir / f"{name}.bin")
+    data = open_private(path, limit + 1)
+    if data is None or len(data) > limit:
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return data
+
+
+def blob_put(cache_dir: Path, name: str, data: bytes, *, keep: int, keep_bytes: int) -> bool:
+    """Write a binary entry atomically (mode 0600, no symlink followed), then evict its kind's oldest
+    entries past ``keep`` entries or ``keep_bytes`` bytes; False when it was not written."""
+    if len(data) > keep_bytes:
+        return False
+    try:
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from cmp_plugin.paths import write_private
+
+        write_private(str(cache_dir / f"{name}.bin"), data)
+        _evict(cache_dir, name.split("-", 1)[0], ".bin", keep, keep_bytes)
+    except OSError:
+        return False
+    return True

@@ -47,8 +47,10 @@ def is_kept(annotations: Mapping[str, Any] | None) -> bool:
 
 def kept_mask(text: str, docs: list[Doc]) -> list[bool]:
     """``is_kept`` for each of ``docs`` (the scan of ``text``); only documents mentioning a hook
-    annotation are parsed."""
-    if ARGO_HOOK not in text and HELM_HOOK not in text:
+    annotation (or a tag or an escape that may spell one: ``cmp_plugin.scan``) are parsed."""
+    from cmp_plugin.scan import may_decide_kept
+
+    if not may_decide_kept(text, 0, len(text)):
         return [True] * len(docs)
     from driftguard.errors import ManifestError
     from driftguard.manifests import load_stream, split_documents
@@ -60,7 +62,7 @@ def kept_mask(text: str, docs: list[Doc]) -> list[bool]:
     for d in docs:
         at = max(0, bisect_right(starts, d.line) - 1)
         chunk = chunks[at][1]
-        if ARGO_HOOK not in chunk and HELM_HOOK not in chunk:
+        if not may_decide_kept(chunk, 0, len(chunk)):  # the scanner's rule: a tag may spell the key
             out.append(True)
             continue
         if at not in hooks:

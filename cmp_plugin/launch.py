@@ -35,11 +35,20 @@ TYPE_CHECKING = False  # typing itself is ~3 ms to import: this module runs befo
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["Early", "configured_tool", "early_start", "plan_file", "record"]
+__all__ = ["Early", "configured_tool", "early_start", "plan_file", "record", "render_cache_on"]
 
 MAGIC = "driftguard-launch-plan 1"
 _RS, _US = "\x1e", "\x1f"  # record and unit separators: never in a path, an argument or a variable
 _APP, _REPO, _SCRATCH = "\x01app\x01", "\x01repo\x01", "\x01scratch\x01"
+
+
+def render_cache_on(environ: Mapping[str, str]) -> bool:
+    """Whether the render cache may serve this render (DRIFTGUARD_CMP_RENDER_CACHE_BYTES is not 0).
+
+    Then no tool is started from the plan: a hit (cmp_plugin/render_cache.py) starts none at all,
+    and a planned tool started and killed on every hit would cost more than the plan saves.
+    """
+    return environ.get("DRIFTGUARD_CMP_RENDER_CACHE_BYTES", "").strip() != "0"
 
 
 def plan_file(cache: str, app_name: str) -> str:

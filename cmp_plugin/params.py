@@ -57,6 +57,8 @@ class Param(NamedTuple):
 
     def parse(self, raw: Any, *, origin: str) -> Any:
         """Turn what Argo CD sent (always strings) into a typed value, or raise InputError."""
+        if _unpassable(raw):
+            raise InputError(f"parameter {self.name} ({origin}) holds a NUL character or a lone surrogate")
         if self.collection == ARRAY:
             if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
                 raise InputError(f"parameter {self.name} ({origin}) must be an array of strings")
@@ -72,6 +74,26 @@ class Param(NamedTuple):
         if self.check is not None:
             value = self.check(value)
         return value
+
+
+def _unpassable(raw: Any) -> bool:
+    """Whether a string in ``raw`` holds what no argv, environment or file name can carry: a NUL
+    (JSON's ``\\u0000``; Go's encoder writes one for a NUL byte) or a lone surrogate (``\\ud800``)."""
+    if isinstance(raw, str):
+        return "\x00" in raw or (not raw.isascii() and _no_utf8(raw))
+    if isinstance(raw, list):
+        return any(_unpassable(v) for v in raw)
+    if isinstance(raw, dict):
+        return any(_unpassable(k) or _unpassable(v) for k, v in raw.items())
+    return False
+
+
+def _no_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _to_text(value: Any) -> str:
@@ -152,11 +174,15 @@ def _kube_version(value: Any) -> Any:
     if not value:
         return value
     m = re.fullmatch(r"\s*v?([0-9]+(?:\.[0-9]+)+)(.*)", value)
-    if not m:
+    # util/version/version.go parse: each component is strconv.ParseUint(comp, 10, 0), an error
+    # past 64 bits (and Python's int() refuses over 4,300 digits: never reached with one)
+    parts = m.group(1).split(".") if m else []
+    if not m or any(len(c.lstrip("0")) > 20 or int(c) >= 1 << 64 for c in parts):
+        shown = value if len(value) <= 40 else value[:40] + "..."
         raise InputError(
-            f"parameter kube-version {value!r} is not a Kubernetes version such as 1.32 or v1.32.3"
+            f"parameter kube-version {shown!r} is not a Kubernetes version such as 1.32 or v1.32.3"
         )
-    return ".".join(str(int(c)) for c in m.group(1).split("."))
+    return ".".join(str(int(c)) for c in parts)
 
 
 def _api_versions(value: Any) -> Any:

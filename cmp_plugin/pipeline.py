@@ -46,8 +46,13 @@ def run(
     guards: tuple[Guard, ...] | None = None,
     early: Early | None = None,
     hot: bool = False,
+    cache: bool = False,
 ) -> Outcome:
     """Render ``app_dir`` and run every guard; GuardRefusal, RenderError or InputError on failure.
+
+    With ``cache`` (``generate``), a render whose fingerprint was rendered before is served from
+    the render cache (cmp_plugin/render_cache.py), the shrink guard checked again, and a render
+    that passes is kept there.
 
     The renderer starts first; the guards and the scanner are imported and the source guards run
     while it works, so Python's own start-up cost overlaps the tool's. Everything imported before
@@ -56,7 +61,14 @@ def run(
     """
     with deadline(settings.timeout):
         return _run(
-            app_dir, repo_root=repo_root, env=env, settings=settings, guards=guards, early=early, hot=hot
+            app_dir,
+            repo_root=repo_root,
+            env=env,
+            settings=settings,
+            guards=guards,
+            early=early,
+            hot=hot,
+            cache=cache and guards is None,
         )
 
 
@@ -114,23 +126,44 @@ def _run(
     guards: tuple[Guard, ...] | None,
     early: Early | None,
     hot: bool = False,
+    cache: bool = False,
 ) -> Outcome:
     env = policy.apply(env, settings)  # the platform's defaults; a tenant loosening past them is refused
     app_dir = app_dir.resolve()
     if not app_dir.is_dir():
         raise InputError(f"app directory {app_dir} does not exist")
+    scratch: Path | None = None
     if early is not None:  # the planned tool's scratch becomes this render's (cmp_plugin/launch.py)
         early.scratch_taken = True
         scratch = Path(early.scratch)
-    else:
-        scratch = Path(paths.new_scratch(str(settings.scratch_root)))
     ctx: GuardContext | None = None
     try:
-        job = RenderJob(app_dir, repo_root.resolve(), env, settings, scratch, early)
+        # a cache hit needs no scratch: the directory is made once the render is known to run
+        job = RenderJob(
+            app_dir, repo_root.resolve(), env, settings, scratch or Path(settings.scratch_root), early
+        )
         renderer = choose(app_dir, env.param("renderer"))
         _refuse_options_for_other_tools(env, renderer.name)
-        # before the tool runs: every file it will read resolves inside the checkout
-        confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
+        # before the tool runs: every file it will read resolves inside the checkout (the
+        # fingerprint's walk is that check, and more)
+        digest = None
+        if cache:
+            from cmp_plugin import render_cache
+
+            cache = render_cache.usable(settings, job.repo_root)
+        if cache:
+            import os
+
+            digest = render_cache.digest_for(app_dir, job.repo_root, env, settings, renderer.name, os.environ)
+            hit = render_cache.load(settings, digest) if digest is not None else None
+            served = _serve(hit, job, renderer.name) if hit is not None else None
+            if served is not None:
+                return served
+        else:
+            confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
+        if scratch is None:
+            scratch = Path(paths.new_scratch(str(settings.scratch_root)))
+            job = job._replace(scratch=scratch)
         # and this render holds one of the slots that keep renders x cap under the container's limit
         import os
         import time
@@ -181,9 +214,22 @@ def _run(
         ctx.docs = docs
         kept = target(docs, destination_namespace=env.destination_namespace)
         ctx.keys, ctx.kept, ctx.left_out = kept.keys, kept.kept, kept.left_out
+        before_shrink: list[str] | None = None
         for guard in active:
             if guard.stage == RENDER:
+                if guard.name == "shrink":
+                    before_shrink = list(warnings)
                 warnings += guard.check(ctx)
+        if digest is not None and before_shrink is not None and _complete(ctx):
+            render_cache.store(
+                settings,
+                digest,
+                text=rendered.text,
+                renderer=renderer.name,
+                warnings=before_shrink,
+                keys=ctx.keys,
+                kept=ctx.kept,
+            )
         return Outcome(rendered.text, renderer.name, docs, ctx.keys, warnings, ctx.notes, ctx.kept)
     finally:
         import shutil
@@ -194,7 +240,37 @@ def _run(
         from cmp_plugin import sandbox
 
         sandbox.clear()
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _complete(ctx: GuardContext) -> bool:
+    """Whether the guards said all they will say of this input (no implicit-defaults proof pending)."""
+    from cmp_plugin.guards.implicit_defaults import NOTE
+    from cmp_plugin.helmchart.implicit import PENDING
+
+    switches = ctx.notes.get(NOTE)
+    return not isinstance(switches, list) or all(f.verdict != PENDING for f in switches)
+
+
+def _serve(hit: object, job: RenderJob, renderer: str) -> Outcome | None:
+    """A cached render with the shrink guard checked again (its baseline is outside the inputs);
+    None when shrink would refuse: the full render then says which key is behind each removal."""
+    from cmp_plugin.guards import GuardContext
+    from cmp_plugin.guards.shrink import ShrinkGuard
+    from cmp_plugin.render_cache import Hit
+    from driftguard.errors import GuardRefusal
+
+    assert isinstance(hit, Hit)
+    ctx = GuardContext(job, renderer=renderer, hot=True)
+    ctx.kept = hit.kept
+    try:
+        shrink = ShrinkGuard().check(ctx)
+    except GuardRefusal:
+        return None
+    return Outcome(
+        hit.text, hit.renderer, [], hit.keys, hit.warnings + shrink, {"render-cache": "hit"}, hit.kept
+    )
 
 
 def _refuse_options_for_other_tools(env: AppEnv, renderer: str) -> None:

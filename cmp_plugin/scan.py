@@ -38,7 +38,7 @@ from driftguard.manifests import (
     split_documents,
 )
 
-__all__ = ["Doc", "scan_stream"]
+__all__ = ["Doc", "may_decide_kept", "scan_stream"]
 
 # the words go-yaml v2 (Argo CD's YAML; driftguard/goyaml.py) reads as booleans or null, not strings
 _YAML_WORDS_LIST = (
@@ -132,9 +132,19 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         return None  # a name/namespace/generateName line the head did not account for
     if nl.count("\n# Source: ") != sum(1 for m in heads if m.group(1) is not None):
         return None
+    for m in heads:
+        if _HEAD_CONTINUED.match(nl, m.end()):
+            return None  # the head's last value continued on a deeper line: tier 2 parses it
+        # the rest of metadata (after the head's name/namespace line): every line at indent 2 a
+        # plain ``key:``, none at indent 1. A quoted, explicit (``?``), merge (``<<``) or spaced
+        # (``namespace  :``) key there may be a second name or namespace Go reads last.
+        nxt = _NEXT_TOP.search(nl, m.end() - 1)
+        if _ODD2.search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
+            return None
     docs: list[Doc] = []
     append = docs.append
     count = text.count
+    decides = may_decide_kept if any(c in text for c in _HIDING) else _hook_or_items
     line, prev = 1, 0
     for i, m in enumerate(heads):
         at = m.start()  # in nl: the newline before this document's "---", i.e. its offset in text
@@ -143,7 +153,7 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         src, api, kind, name, namespace = m.groups()
         src = src.strip(" \t") if src is not None else None
         end = heads[i + 1].start() if i + 1 < n else len(text)
-        if kind.endswith("List") or kind == "CustomResourceDefinition" or _argo_reads(text, at, end):
+        if kind.endswith("List") or kind == "CustomResourceDefinition" or decides(text, at, end):
             # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
             # possible hook annotation or top-level ``items`` key parsed (cmp_plugin/target.py)
             docs += _scan_general(text[at:end], source=source, limits=limits, first_line=line)
@@ -175,7 +185,9 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         for m in rx.finditer(nl)
     }
     odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
-    odd |= {i for i, (_, chunk) in enumerate(chunks) if _argo_reads(chunk, 0, len(chunk))}
+    odd |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
+    decides = may_decide_kept if any(c in text for c in _HIDING) else _hook_or_items
+    odd |= {i for i, (_, chunk) in enumerate(chunks) if decides(chunk, 0, len(chunk))}
     ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
@@ -250,19 +262,53 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     return docs
 
 
-def _argo_reads(text: str, start: int, end: int) -> bool:
+def may_decide_kept(text: str, start: int, end: int) -> bool:
     """Whether text[start:end] may hold what decides if Argo CD keeps a resource: parse it then.
 
     A hook annotation key (``argocd.argoproj.io/hook``, ``helm.sh/hook``) always holds ``/hook``
     literally unless a double-quoted scalar spells it with escapes; a top-level ``items`` key
     (List flattening, null lists) is a column-0 ``items:`` line (a quoted or spaced one is an odd
     line the parser reads anyway). cmp_plugin/target.py decides from the parsed object.
+
+    Two more ways to hide them from a line scanner are parsed too. go-yaml v2 (Argo CD's YAML:
+    sigs.k8s.io/yaml over go.yaml.in/yaml/v2) ends a line at CR, NEL, LS and PS as at LF
+    (yamlprivateh.go ``is_break``), so ``spec: {}<CR>items: []`` has a top-level ``items`` key;
+    and it decodes a ``!!binary`` scalar to a string (decode.go ``scalar``), a mapping key too,
+    so ``!!binary YXJnb2Nk...: PreSync`` is a hook annotation: every document with a tag is parsed.
     """
+    return _hook_or_items(text, start, end) or _hidden(text, start, end)
+
+
+def _hook_or_items(text: str, start: int, end: int) -> bool:
+    """A hook key, an ``items:`` line or an escape in text[start:end] (``may_decide_kept``)."""
     if text.find("/hook", start, end) >= 0 or text.find("\nitems:", start, end) >= 0:
         return True
     if text.startswith("items:", start):
         return True
     return text.find("\\", start, end) >= 0 and text.find('"', start, end) >= 0
+
+
+_HIDING = "!\r\x85\u2028\u2029"
+"""Characters ``_hidden`` looks for: a stream without any skips it for every document."""
+
+
+def _hidden(text: str, start: int, end: int) -> bool:
+    """A tag or a line break other than LF in text[start:end] (``may_decide_kept``)."""
+    # str.find first (memchr): a regular expression tried at every offset of every document cost
+    # more than the whole helm tier
+    bang = text.find("!", start, end)
+    if bang >= 0 and (bang == start or _TAG.search(text, bang - 1, end)):
+        return True
+    if any(text.find(c, start, end) >= 0 for c in "\x85\u2028\u2029"):
+        return True
+    cr = text.find("\r", start, end)
+    return cr >= 0 and _LONE_CR.search(text, cr, end) is not None
+
+
+# a line break go-yaml reads and the line scanner does not (besides NEL, LS, PS): CR not before LF
+_LONE_CR = re.compile(r"\r(?!\n)")
+# a tag's "!" (or one in text: only a parse then) after a blank, a break or a flow indicator
+_TAG = re.compile(r"[ \t\r\n\[{,]!")
 
 
 def _doc_of(offsets: list[int], at: int) -> int:
@@ -324,6 +370,15 @@ _EMPTY: Any = object()
 
 
 _TABS = re.compile(r"\n *\t")
+# an identity key's plain value continued on a deeper line (after blank lines or not): YAML folds
+# it in, ``kind: PersistentVolumeClaim`` + `` x`` is the kind ``PersistentVolumeClaim x``
+# after helm's head (apiVersion, kind, metadata, name[, namespace] on consecutive lines) only its
+# last value can go on: a line deeper than metadata's keys right after it (blank lines between)
+_HEAD_CONTINUED = re.compile(r"(?:[ \t]*+\r?\n)*+ {3,}+[^ \t\r\n#]")
+_CONTINUED = re.compile(
+    r"\n( *+)(?:apiVersion|kind|name|namespace|generateName):[ \t]++[^ \t\r\n#][^\n]*+\n"
+    r"(?:[ \t]*+\r?\n)*+\1 ++[^ \t\r\n#]"
+)
 # a column-0 line that is neither blank, a comment, a document marker, nor `key:` / `key: value`
 # (a column-0 "- item" belongs to the key above it, as kubectl and helm print "rules:\n- ...")
 _ODD_TOP = _ODD_TOP_HELM

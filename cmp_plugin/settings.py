@@ -83,6 +83,8 @@ class CmpSettings(NamedTuple):
     """Refuse a chart whose dependencies would be fetched over the network (DRIFTGUARD_CMP_HELM_VENDORED_ONLY): vendored charts/ only."""
     helm_plain_http_registries: tuple[str, ...] = ()
     """OCI registries (host:port, comma-separated) that speak plain HTTP (DRIFTGUARD_CMP_HELM_PLAIN_HTTP_REGISTRIES)."""
+    render_cache_bytes: int = 256 * 1024 * 1024
+    """Bytes of renders kept in the cache dir, served by fingerprint (DRIFTGUARD_CMP_RENDER_CACHE_BYTES; 0: off; cmp_plugin/render_cache.py)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
@@ -163,6 +165,13 @@ def _absolute_paths(raw: str) -> str:
     return raw
 
 
+def _non_negative(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
 def _patterns(raw: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in raw.split(",") if p.strip())
 
@@ -195,4 +204,5 @@ ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "DRIFTGUARD_CMP_MEMORY_LIMIT": ("memory_limit", positive(int)),
     "DRIFTGUARD_CMP_TOOL_READ_PATHS": ("tool_read_paths", _absolute_paths),
     "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": ("tool_write_paths", _absolute_paths),
+    "DRIFTGUARD_CMP_RENDER_CACHE_BYTES": ("render_cache_bytes", _non_negative),
 }

@@ -6,7 +6,7 @@ is pruned unless it lands in gitops-engine's sync *target*. Upstream, in order (
 1. reposerver/repository/repository.go (GenerateManifests): List flattening by apimachinery's
    ``Unstructured.IsList`` (any kind with an ``items`` list) and ``isNullList`` (dropped): done
    when the stream is read (driftguard/manifests.py ``_flatten``; the scanner parses every
-   document with a top-level ``items`` key, cmp_plugin/scan.py ``_argo_reads``).
+   document with a top-level ``items`` key, cmp_plugin/scan.py ``may_decide_kept``).
 2. controller/state.go ``NormalizeTargetObjects``: a namespaced (or unknown-scope) object without
    a namespace gets ``spec.destination.namespace`` (what the CMP sees as ``ARGOCD_APP_NAMESPACE``,
    never a plugin parameter), a cluster-scoped one loses its namespace; objects with the same key

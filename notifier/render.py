@@ -335,6 +335,10 @@ class Templates:
                         f"template {name} is broken: {type(exc).__name__}: {exc}",
                     ) from exc
 
+    def channels(self) -> frozenset[str]:
+        """The channels whose template pair was loaded and checked here (start-up)."""
+        return frozenset(channel for channel, _, _ in self._macros)
+
     def render(self, channel: str, locale: str, macro: str, arg: Any) -> str:
         """One macro's text, whitespace at the ends trimmed."""
         return str(self._macros[(channel, locale, macro)](arg)).strip()

@@ -5,11 +5,14 @@ the key flipped in an extra values file, shows the resource gone (implicit-defau
 cause of a removal: the shrink guard and the PR diff). Several keys are flipped in one render and
 split only when needed:
 
-- the first renders group keys whose templates do not overlap (a greedy colouring over the
-  template paths each key's gates decide, and over keys where one is a prefix of the other);
+- the first render flips every candidate at once (only keys where one nests in the other, which
+  one values document cannot hold together, wait for a second render), so a cold proof costs
+  about one helm render, run beside the main render where the caller starts it early;
 - a resource that changed is credited to the one key of its render whose templates hold it
-  (``# Source:``); when none or more than one could have made it change, or the render fails,
-  the group is split in halves and rendered again, down to single keys;
+  (``# Source:``, the scan's hint); the keys that share a changed resource's template are the
+  ambiguous remainder, rendered again in groups whose templates do not overlap (a greedy
+  colouring); a change no key's templates hold, a resource that moved to another template, or a
+  render that fails splits the group in halves, down to single keys;
 - a single key's render is the proof itself: what changed, changed because of it.
 
 What a proof found is kept in the sidecar's cache under a digest of everything the renders read
@@ -174,11 +177,23 @@ class _Solver:
         self.renders = 0
         self.unreliable = False
         """A render stopped for a reason other than the chart (a timeout): not cached."""
-        self.queue = _colour(flips)
+        self.queue = _layers(flips)
         self.running: list[tuple[list[Flip], ToolRun | str]] = []
+        self.started: dict[int, float] = {}
+        self.took: float | None = None
+        """How long the last render this proof waited for took: under a budget, a render that
+        cannot end before the budget's end is not started (it would be killed, its CPU taken from
+        other renders), nor a second one before the first has ended."""
 
-    def launch(self, at_most: int = PARALLEL) -> None:
+    def launch(self, at_most: int = PARALLEL, stop: float | None = None) -> None:
+        import time
+
         while self.queue and len(self.running) < at_most:
+            if stop is not None and (
+                (self.took is None and self.running)  # how long one takes is known once one ends
+                or (self.took is not None and time.monotonic() + self.took > stop)
+            ):
+                break
             if self.renders >= MAX_RENDERS:
                 for batch in self.queue:
                     for f in batch:
@@ -186,14 +201,16 @@ class _Solver:
                 self.queue = []
                 break
             batch = self.queue.pop(0)
-            self.running.append((batch, self._start(batch)))
+            run = self._start(batch)
+            self.started[id(run)] = time.monotonic()
+            self.running.append((batch, run))
 
     def finish(self, base: dict[ResourceKey, Resource], *, budget: float | None = None) -> Proof:
         import time
 
         stop = None if budget is None else time.monotonic() + budget
         settled = 0
-        self.launch()
+        self.launch(stop=stop)
         while self.running:
             batch, run = self.running.pop(0)
             if stop is not None and settled and not isinstance(run, str):
@@ -201,6 +218,9 @@ class _Solver:
                 run.deadline = min(run.deadline, stop)
             settled += 1
             self.queue += self._settle(batch, run, base, stop)
+            began = self.started.pop(id(run), None)
+            if began is not None and not isinstance(run, str):
+                self.took = time.monotonic() - began
             if stop is not None and time.monotonic() >= stop:
                 for left, other in self.running:  # over the budget: what still runs is left for later
                     if not isinstance(other, str):
@@ -208,7 +228,7 @@ class _Solver:
                     self.queue.append(left)
                 self.running = []
                 break
-            self.launch()
+            self.launch(stop=stop)
         pending = tuple(f.key for batch in self.queue for f in batch)
         groups = tuple(tuple(f.key for f in batch) for batch in self.queue)
         return Proof(
@@ -275,29 +295,84 @@ class _Solver:
         except DriftguardError as exc:
             detail = (getattr(exc, "stderr", "") or "").strip().splitlines()
             said = [line for line in detail if line.startswith("Error:")] or detail[-1:]
-            return self._fail(batch, said[0] if said else str(exc).splitlines()[0])
+            return self._fail(batch, said[0] if said else str(exc).splitlines()[0], "\n".join(detail))
+        moved: list[tuple[Resource, Resource]] = []
         if self.want == GONE:
             changed = [r for k, r in base.items() if k not in flipped]
+            moved = [
+                (r, flipped[k]) for k, r in base.items() if k in flipped and flipped[k].template != r.template
+            ]
         else:
             changed = [flipped[k] for k in self.targets if k in flipped]
         if len(batch) == 1:
             self.changed[batch[0].key] += changed
             return []
         credit: dict[str, list[Resource]] = {}
+        unsettled: set[str] = set()
         for r in changed:
-            owners = [f for f in batch if _covers(f.templates, r.template)]
-            if len(owners) != 1:
-                return _halves(batch)  # the scan cannot say which key did it: split and render again
-            credit.setdefault(owners[0].key, []).append(r)
+            owners = [f.key for f in batch if _covers(f.templates, r.template)]
+            if not owners:
+                return _halves(batch)  # no key's templates hold it: the scan cannot say which key did it
+            if len(owners) > 1:
+                unsettled.update(owners)  # the ambiguous remainder: rendered again without each other
+            else:
+                credit.setdefault(owners[0], []).append(r)
+        for was, now in moved:  # one identity printed by another template: some flip moved it
+            owners = [
+                f.key
+                for f in batch
+                if _covers(f.templates, was.template) or _covers(f.templates, now.template)
+            ]
+            if not owners:
+                return _halves(batch)
+            if len(owners) > 1:
+                unsettled.update(owners)
         for key, items in credit.items():
-            self.changed[key] += items
-        return []
+            if key not in unsettled:
+                self.changed[key] += items
+        rest = [f for f in batch if f.key in unsettled]
+        if not rest:
+            return []
+        groups = _colour(rest)
+        return _halves(batch) if len(groups) == 1 and len(rest) == len(batch) else groups
 
-    def _fail(self, batch: list[Flip], why: str) -> list[list[Flip]]:
+    def _fail(self, batch: list[Flip], why: str, said: str = "") -> list[list[Flip]]:
         if len(batch) > 1:
+            suspects = _suspects(batch, said)
+            if suspects and len(suspects) < len(batch):  # the rest renders together again
+                return [[f for f in batch if f not in suspects], suspects]
             return _halves(batch)
         self.failed[batch[0].key] = f"the render with it flipped fails: {why[:200]}"
         return []
+
+
+_AT_VALUE: Any = None
+_AT_FILE: Any = None
+
+
+def _suspects(batch: list[Flip], said: str) -> list[Flip]:
+    """The flips helm's error points at: the values path it could not evaluate (``executing
+    "chart/charts/sub/templates/x.yaml" at <.Values.route.main>`` reads ``sub.route``) or the
+    template that failed (``fail``: ``(chart/templates/x.yaml:7:4)``). Only a hint for regrouping:
+    a flip is called failing only by a render of it alone."""
+    global _AT_VALUE, _AT_FILE
+    import re
+
+    if _AT_VALUE is None:
+        _AT_VALUE = re.compile(r'executing "([^"]+)" at <\$?\.Values((?:\.[A-Za-z0-9_-]+)+)')
+        _AT_FILE = re.compile(r"[(\"]([^():\"\s]+/templates/[^():\"\s]+):\d+")
+    paths = set()
+    for m in _AT_VALUE.finditer(said):
+        parts = m.group(1).split("/")[1:]  # the top chart's name first
+        scope = "".join(f"{parts[i + 1]}." for i in range(len(parts) - 1) if parts[i] == "charts")
+        paths.add(scope + m.group(2)[1:])
+    files = {m.group(1).split("/", 1)[1] for m in _AT_FILE.finditer(said) if "/" in m.group(1)}
+    return [
+        f
+        for f in batch
+        if any(p == f.key or p.startswith(f.key + ".") for p in paths)
+        or any(_covers(f.templates, x) for x in files)
+    ]
 
 
 def _halves(batch: list[Flip]) -> list[list[Flip]]:
@@ -310,7 +385,7 @@ def _covers(templates: tuple[str, ...], template: str) -> bool:
 
 
 def _overlap(a: Flip, b: Flip) -> bool:
-    if a.key == b.key or a.key.startswith(b.key + ".") or b.key.startswith(a.key + "."):
+    if _nested(a, b):
         return True  # both in one values document: one would overwrite the other
     if not a.templates or not b.templates:
         return True
@@ -330,6 +405,43 @@ def _colour(flips: list[Flip]) -> list[list[Flip]]:
         else:
             groups.append([f])
     return groups
+
+
+def _layers(flips: list[Flip]) -> list[list[Flip]]:
+    """Every flip in one render, except where one key nests in another (``a`` removed, ``a.enabled``
+    set: one values document cannot hold both) or one key's templates hold all of another's (a
+    subchart's ``condition`` and the keys inside it, ``notifications.enabled`` and
+    ``notifications.serviceAccount.create``: with the outer key flipped the inner key's removals
+    could not be told apart); the outer key goes to the next layer. Narrow keys are placed first;
+    keys turned on and maps removed, likelier to break a render, have layers of their own."""
+    layers: list[list[Flip]] = []
+    # keys turned off first; keys turned on (``not`` defaults: what they enable may ``fail`` for
+    # want of configuration) and maps removed (``nil pointer evaluating .main`` where a template
+    # reads under one unguarded) in later layers: one failing flip fails its whole render
+    for f in sorted(flips, key=lambda f: (_risk(f), len(f.templates))):
+        for layer in layers:
+            if _risk(layer[0]) != _risk(f):
+                continue
+            if not any(_nested(f, o) or _contains(f, o) or _contains(o, f) for o in layer):
+                layer.append(f)
+                break
+        else:
+            layers.append([f])
+    return layers
+
+
+def _risk(f: Flip) -> int:
+    """0: a key turned off; 1: turned on or a map removed (flips that may break a render)."""
+    return 1 if f.value is None or f.value is True else 0
+
+
+def _contains(a: Flip, b: Flip) -> bool:
+    """Whether ``a``'s templates hold every one of ``b``'s."""
+    return bool(b.templates) and all(_covers(a.templates, t) for t in b.templates)
+
+
+def _nested(a: Flip, b: Flip) -> bool:
+    return a.key == b.key or a.key.startswith(b.key + ".") or b.key.startswith(a.key + ".")
 
 
 def _put(doc: dict[str, Any], key: str, value: Any) -> None:
@@ -363,10 +475,29 @@ def chart_digest(chart_dir: Path) -> str | None:
     return str(h.hexdigest())
 
 
+_BASES: dict[tuple[str, str, str], str | None] = {}
+"""content_digest's part that does not depend on ``what``, per render: the guard's verdicts and its
+proof ask for it in one render, and hashing every file of a large chart twice cost ~0.1 s."""
+
+
 def content_digest(job: RenderJob, what: str) -> str | None:
     """A digest of everything a render of ``job`` reads (every chart file, the values files and
     parameters, helm's arguments, the helm binary) and of ``what`` is computed from it; None when
     the chart is too large or something cannot be read."""
+    memo = (str(job.app_dir), str(job.scratch), repr(job.env))
+    if memo not in _BASES:
+        if len(_BASES) > 16:
+            _BASES.clear()
+        _BASES[memo] = _base_digest(job)
+    base = _BASES[memo]
+    if base is None:
+        return None
+    h = hasher(base.encode())
+    h.update(b"\0" + what.encode())
+    return str(h.hexdigest())
+
+
+def _base_digest(job: RenderJob) -> str | None:
     from cmp_plugin.renderers.helm import helm_argv, values_files
 
     chart = chart_digest(job.app_dir)
@@ -385,7 +516,6 @@ def content_digest(job: RenderJob, what: str) -> str | None:
     # paths differ between renders (scratch, checkout): the files' contents are hashed instead
     for a in argv:
         h.update(b"\0" + (b"<path>" if a.startswith("/") else a.encode()))
-    h.update(b"\0" + what.encode())
     return str(h.hexdigest())
 
 

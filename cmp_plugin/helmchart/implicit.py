@@ -274,8 +274,15 @@ def flips_of(
 _READS = re.compile(r"Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
 
 
+_READ_MEMO: list[tuple[Path, ChartScan, dict[str, tuple[str, set[str]]]]] = []
+"""The last chart's answer: ``begin`` and ``check`` of one render both ask (every template read)."""
+
+
 def _values_read(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, set[str]]]:
     """Rendered source path -> (values scope, every values path it names and their prefixes)."""
+    for path, scan, memo in _READ_MEMO:
+        if path == chart_dir and scan is prep.scan:
+            return memo
     out: dict[str, tuple[str, set[str]]] = {}
     for src, (scope, text) in _output_templates(chart_dir, prep).items():
         paths: set[str] = set()
@@ -283,6 +290,7 @@ def _values_read(chart_dir: Path, prep: Prepared) -> dict[str, tuple[str, set[st
             parts = m.group(1)[1:].split(".")
             paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
         out[src] = (scope, paths)
+    _READ_MEMO[:] = [(chart_dir, prep.scan, out)]
     return out
 
 

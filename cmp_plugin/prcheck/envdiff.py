@@ -13,6 +13,7 @@ checkout is never touched.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -87,23 +88,37 @@ def diff_revisions(
             )
         diffs = []
         redactor = options.redactor or Redactor()
-        for i, name in enumerate(names):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise InputError(
-                    f"the diff ran past --timeout {options.timeout:g}s after {i} of {len(names)} Applications"
-                )
-            if progress is not None:
-                progress(i, len(names), name)
-            limited = settings._replace(timeout=min(settings.timeout, left))
-            d, objects = _diff_env(
-                inv["base"].envs.get(name), inv["head"].envs.get(name), trees, limited, redactor
-            )
-            if options.live is not None and not d.errors:
-                options.live.check(d, *objects)
-            if d.base is not None and d.head is None:
-                _explain_deletion(d, inv, trees["head"], options)
-            diffs.append(d)
+        live = options.live is not None
+        pairs = [(name, inv["base"].envs.get(name), inv["head"].envs.get(name)) for name in names]
+        with _Renders(workers(len(pairs))) as pool:
+            # submitted in order, at most a few ahead of what is collected: each with the time left
+            pending: dict[int, Any] = {}
+            ahead = pool.size * 2
+
+            def submit(j: int) -> None:
+                left = deadline - time.monotonic()
+                limited = settings._replace(timeout=max(0.001, min(settings.timeout, left)))
+                _, b, h = pairs[j]
+                pending[j] = pool.submit(b, h, trees, limited, redactor, live)
+
+            for j in range(min(ahead, len(pairs))):
+                submit(j)
+            for i, name in enumerate(names):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise InputError(
+                        f"the diff ran past --timeout {options.timeout:g}s after {i} of {len(names)} Applications"
+                    )
+                if progress is not None:
+                    progress(i, len(names), name)
+                d, objects = pending.pop(i).result()
+                if i + ahead < len(pairs):
+                    submit(i + ahead)
+                if options.live is not None and not d.errors:
+                    options.live.check(d, *objects)
+                if d.base is not None and d.head is None:
+                    _explain_deletion(d, inv, trees["head"], options)
+                diffs.append(d)
         findings = _appset_findings(inv, settings, options)
     diffs.sort(key=lambda d: (not d.broken, not d.deletion, not d.removed, d.name))
     errors = {label: i.errors for label, i in inv.items() if i.errors}
@@ -113,16 +128,99 @@ def diff_revisions(
 Rendered = tuple[dict[ResourceKey, dict[str, Any]], dict[ResourceKey, str], Probe | None]
 
 
-def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
-    """Objects by key, their template source, and (helm) what the proof of a removal's cause needs."""
-    app_dir = _confined(env, tree)
+def workers(jobs: int) -> int:
+    """Renders run at once: the cores this process may use (os.process_cpu_count, Python 3.13+,
+    else the affinity mask), never more than there are jobs."""
+    count = getattr(os, "process_cpu_count", None)
+    cores = count() if count is not None else len(os.sched_getaffinity(0))
+    return max(1, min(cores or 1, jobs))
+
+
+class _Renders:
+    """``_diff_env`` in forked worker processes (the sandbox's per-spawn state and the render
+    deadline's SIGALRM are per process), or in this one when one worker is all there is."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.executor: Any = None
+
+    def __enter__(self) -> _Renders:
+        if self.size > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.executor = ProcessPoolExecutor(self.size, mp_context=multiprocessing.get_context("fork"))
+        return self
+
+    def submit(self, *args: Any) -> Any:
+        if self.executor is not None:
+            return self.executor.submit(_diff_env_job, *args)
+        from concurrent.futures import Future
+
+        done: Future[Any] = Future()
+        try:
+            done.set_result(_diff_env_job(*args))
+        except BaseException as exc:
+            done.set_exception(exc)
+        return done
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if self.executor is None:
+            return
+        if kind is not None:  # a signal or an error: the renders still running are stopped, tools too
+            from cmp_plugin.spawn import kill_tree
+
+            for pid in list(getattr(self.executor, "_processes", None) or {}):
+                kill_tree(pid)
+        self.executor.shutdown(wait=kind is None, cancel_futures=True)
+
+
+def _diff_env_job(
+    base: Environment | None,
+    head: Environment | None,
+    trees: dict[str, Path],
+    settings: CmpSettings,
+    redactor: Redactor,
+    live: bool,
+) -> tuple[EnvDiff, tuple[Objects, Objects]]:
+    return _diff_env(base, head, trees, settings, redactor, live=live)
+
+
+def _app_env(env: Environment) -> AppEnv:
     params, explicit = parse_parameters({}, dict(env.parameters))
     app_name = (
         env.name if env.name != env.path else Path(env.path).name
     )  # a bare path: release named like its directory
-    app_env = AppEnv(
+    return AppEnv(
         app_name=app_name, app_namespace=env.namespace, params=params, explicit=explicit, source_path=env.path
     )
+
+
+def same_inputs(base: Environment, head: Environment, trees: dict[str, Path], settings: CmpSettings) -> bool:
+    """Whether base and head render from identical inputs: the same render fingerprint
+    (cmp_plugin/fingerprint.py), so the same manifests; False when either is not cacheable."""
+    from cmp_plugin import fingerprint, policy
+    from cmp_plugin.renderers import choose
+
+    digests = set()
+    try:
+        for label, env in (("base", base), ("head", head)):
+            app_dir = _confined(env, trees[label])
+            app_env = policy.apply(_app_env(env), settings)
+            renderer = choose(app_dir, app_env.param("renderer"))
+            found = fingerprint.compute(app_dir, trees[label], app_env, settings, renderer.name, os.environ)
+            if found.digest is None:
+                return False
+            digests.add(found.digest)
+    except (DriftguardError, OSError):
+        return False  # the render reports it
+    return len(digests) == 1
+
+
+def _render(env: Environment, tree: Path, settings: CmpSettings) -> Rendered:
+    """Objects by key, their template source, and (helm) what the proof of a removal's cause needs."""
+    app_dir = _confined(env, tree)
+    app_env = _app_env(env)
     outcome = pipeline.run(app_dir, repo_root=tree, env=app_env, settings=settings, guards=())
     objects: dict[ResourceKey, dict[str, Any]] = {}
     sources: dict[ResourceKey, str] = {}
@@ -159,11 +257,28 @@ def _diff_env(
     trees: dict[str, Path],
     settings: CmpSettings,
     redactor: Redactor,
+    *,
+    live: bool = False,
 ) -> tuple[EnvDiff, tuple[Objects, Objects]]:
-    """One environment's diff, and the objects rendered at base and head (for ``--live``)."""
+    """One environment's diff, and the objects rendered at base and head (for ``--live``).
+
+    Identical inputs at both revisions are not rendered: reported unchanged (``--live`` renders
+    them once, to compare with the cluster).
+    """
     out = EnvDiff(base, head)
     empty: Rendered = ({}, {}, None)
     rendered: dict[str, Rendered] = {}
+    if base is not None and head is not None and same_inputs(base, head, trees, settings):
+        out.definition = _definition_changes(base, head)
+        out.unchanged = True
+        if not live:
+            return out, ({}, {})
+        try:
+            objects = _render(head, trees["head"], settings)[0]
+        except DriftguardError:
+            pass  # rendered again below, where the error is reported
+        else:
+            return out, (objects, objects)
     for label, env in (("base", base), ("head", head)):
         if env is None:
             rendered[label] = empty

@@ -96,6 +96,8 @@ class EnvDiff:
     """revision label (base/head) -> why it could not be rendered."""
     live: Any = None
     """With ``--live``: what merging does to the cluster as it is now (cmp_plugin/prcheck/envlive.py LiveDiff)."""
+    unchanged: bool = False
+    """Its render inputs are identical at both revisions (the same fingerprint): not rendered."""
 
     @property
     def env(self) -> Environment:

@@ -3,8 +3,7 @@
 The socket's place and checks, the request's framing (``encode_request`` / ``decode_request``),
 the handshake and the variables that are the server's own or per Application. front.c mirrors
 every constant and function here by name; tests/cmp_plugin/test_front.py holds the two to the
-same bytes. Imports ``os`` and ``sys`` only (and, for the proofs, the C modules ``_sha256`` and
-``_operator``, not hashlib or hmac): the caller runs it before anything is loaded.
+same bytes. Imports ``os`` and ``sys`` only: the caller runs it before anything is loaded.
 """
 
 from __future__ import annotations

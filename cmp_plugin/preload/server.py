@@ -59,6 +59,9 @@ def _warm() -> None:
     import cmp_plugin.pipeline
     import cmp_plugin.render_log
     import cmp_plugin.renderers  # noqa: F401
+    from cmp_plugin.fingerprint import code_stamp
+
+    code_stamp()  # the render cache's code stamp, computed once for every child
 
 
 def _changed(files: dict[str, int]) -> bool:
@@ -403,7 +406,8 @@ def _child(conn: Socket) -> None:
             pass
 
     spawn.limit_resources(sys.argv[1:], os.environ)
-    early = launch.early_start(sys.argv[1:], os.environ)
+    # with the render cache on, no planned tool (launch.render_cache_on)
+    early = None if launch.render_cache_on(os.environ) else launch.early_start(sys.argv[1:], os.environ)
     try:
         cli.run(early=early, report=report)  # exits the process itself
     except SystemExit as exc:

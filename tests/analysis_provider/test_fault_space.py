@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis_provider.app import create_app
+from analysis_provider.gates import GATES
 from analysis_provider.settings import AnalysisSettings
 from driftguard.argocd import ArgoCDSettings
 from standins import argo_api, prometheus
@@ -32,14 +33,15 @@ from .conftest import NOW, TOKEN
 TIMEOUT = 1.5
 APP = "deepseek-inference"
 ROUTES = ("application", "managed-resources", "project")
-NEEDS = {
-    "drift": {"application", "managed-resources"},
-    "sync": {"application"},
-    "freeze": {"application", "project"},
-    "success-rate": {"prometheus"},
-    "all": {*ROUTES, "prometheus"},
+NEEDS: dict[str, tuple[set[str], str]] = {
+    "drift": ({"application", "managed-resources"}, f"app={APP}"),
+    "sync": ({"application"}, f"app={APP}"),
+    "freeze": ({"application", "project"}, f"app={APP}"),
+    "success-rate": ({"prometheus"}, "service=payment"),
+    "all": ({*ROUTES, "prometheus"}, f"app={APP}&service=payment"),
 }
-"""What each gate reads."""
+"""What each gate reads, and a query it answers ``ok: true`` to while those upstreams are well
+(every registered gate has a line: ``test_every_gate_has_a_line_in_needs``)."""
 
 # faults any upstream can show (None: down, nothing listens)
 COMMON: dict[str, Fault | None] = {
@@ -177,16 +179,13 @@ def test_every_answer_is_in_time_and_never_a_false_pass(
         now=lambda: NOW,
     )
     try:
-        query = f"app={APP}" if gate != "success-rate" else ""
-        if gate in ("success-rate", "all"):
-            query += "&service=payment"
-        status, body, seconds = _answer(app, f"/v1/gates/{gate}?{query}")
+        status, body, seconds = _answer(app, f"/v1/gates/{gate}?{NEEDS[gate][1]}")
     finally:
         app.extensions["driftguard"]["pool"].shutdown(wait=False)
     hit = set(ROUTES) if argo_name != "ok" and route is None else ({route} if argo_name != "ok" else set())
     if prom_fault != "ok":
         hit.add("prometheus")
-    well = not (hit & NEEDS[gate])
+    well = not (hit & NEEDS[gate][0])
     if log := os.environ.get("DRIFTGUARD_FAULT_LOG"):
         with open(log, "a") as f:
             line = {"argo": argo_name, "route": route, "prom": prom_fault, "gate": gate, "status": status}
@@ -195,3 +194,12 @@ def test_every_answer_is_in_time_and_never_a_false_pass(
     assert (status == 200 and body["ok"] is True) == well, (argo_name, route, prom_fault, gate, status, body)
     if status != 200:
         assert "error" in body and "ok" not in body
+
+
+def test_every_gate_has_a_line_in_needs() -> None:
+    """A gate left out of NEEDS would never meet a fault above: the property would pass without it."""
+    missing = sorted({*GATES, "all"} - set(NEEDS))
+    assert not missing, (
+        f"add a line to NEEDS for {', '.join(missing)}: the upstreams it reads and a query it passes "
+        "(docs/development.md, Add a gate)"
+    )

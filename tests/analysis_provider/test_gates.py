@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
+from analysis_provider.gates import GATES
 from standins.argo_api import FakeArgo, application
 from standins.prometheus import FakePrometheus
 from tests.notifier.conftest import drill_app
@@ -267,7 +268,8 @@ def test_auth_unknown_gate_and_app_validation(app: Flask) -> None:
     assert get(app, "/v1/gates/sync?app=x", token="").status_code == 401
     assert get(app, "/v1/gates/sync?app=x", token="nope").status_code == 401
     resp = get(app, "/v1/gates/vibes?app=x")
-    assert resp.status_code == 404 and "drift, sync, success-rate, freeze, all" in body_of(resp)["error"]
+    assert resp.status_code == 404 and ", ".join([*GATES, "all"]) in body_of(resp)["error"]
+    assert "drift, sync, success-rate, freeze" in body_of(resp)["error"]  # the stock gates, in table order
     resp = get(app, "/v1/gates/sync?app={{args.app}}")
     assert resp.status_code == 400 and "substitute" in body_of(resp)["error"]
     assert get(app, "/v1/gates/sync").status_code == 400

@@ -61,6 +61,8 @@ def cmp_env(app: str, params: list[dict[str, Any]] | None = None, **extra: str) 
     }
     if "DRIFTGUARD_CMP_TOOL_WRITE_PATHS" in os.environ:  # a test's instrumented tool logs outside
         env["DRIFTGUARD_CMP_TOOL_WRITE_PATHS"] = os.environ["DRIFTGUARD_CMP_TOOL_WRITE_PATHS"]
+    if "DRIFTGUARD_CMP_RENDER_CACHE_BYTES" in os.environ:  # a test of the launch plan turns it off
+        env["DRIFTGUARD_CMP_RENDER_CACHE_BYTES"] = os.environ["DRIFTGUARD_CMP_RENDER_CACHE_BYTES"]
     if params is not None:
         env["ARGOCD_APP_PARAMETERS"] = json.dumps(params)
     env.update(extra)

@@ -123,7 +123,12 @@ def test_worktrees_are_removed_when_the_diff_is_killed(tmp_path: Path, signum: i
     repo = Repo(tmp_path / "gitops")
     shutil.copytree(EXAMPLE / "charts", repo.path / "charts")
     repo.write("apps/prod.yaml", application("payment", "charts/payment"))
+    repo.write("apps/staging.yaml", application("payment-staging", "charts/payment"))
     base = repo.commit("base")
+    # head changes the chart: identical inputs would not be rendered at all (cmp_plugin/fingerprint.py)
+    values = repo.path / "charts/payment/values.yaml"
+    repo.write("charts/payment/values.yaml", values.read_text() + "\n# changed\n")
+    head = repo.commit("head")
     marker = tmp_path / "helm-started"
     slow = tmp_path / "slow-helm"
     slow.write_text(f"#!/bin/sh\necho $$ > {marker}\nexec sleep 60\n")
@@ -138,7 +143,7 @@ def test_worktrees_are_removed_when_the_diff_is_killed(tmp_path: Path, signum: i
         "TMPDIR": str(scratch),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cmp_plugin", "diff", "--base", base, "--head", base, "apps/"],
+        [sys.executable, "-m", "cmp_plugin", "diff", "--base", base, "--head", head, "apps/"],
         cwd=repo.path,
         env=env,
         stdout=subprocess.PIPE,

@@ -150,3 +150,45 @@ def test_two_spellings_of_one_field_are_refused(a: tuple[str, str], b: tuple[str
             go_struct(data, "t.yaml")
     else:
         assert go_struct(data, "t.yaml") is not None
+
+
+def _helm_lock_digest(req: list[dict[str, str]], lock: list[dict[str, str]]) -> str:
+    """helm's resolver.HashReq: sha256 of Go's JSON of [Chart.yaml's dependencies, the lock's]
+    (each dependency's fields in struct order; ``repository`` is never omitted)."""
+    import hashlib
+    import json
+
+    return "sha256:" + hashlib.sha256(json.dumps([req, lock], separators=(",", ":")).encode()).hexdigest()
+
+
+def test_a_chart_lock_naming_a_file_dependency_outside_is_refused(generate: Generate, repo: Path) -> None:
+    """``helm dependency build`` downloads what Chart.lock lists (pkg/downloader/manager.go Build:
+    ``downloadAll(lock.Dependencies)``) once its digest matches: a tenant writes the digest, and a
+    lock naming ``file://`` outside copies that chart in while Chart.yaml looks harmless (seen with
+    helm 4.2 unconfined; in the plugin Landlock stopped helm's read, the confinement check did not)."""
+    outside_chart(repo)
+    web = repo / "charts/web"
+    (web / "Chart.yaml").write_text(
+        (web / "Chart.yaml").read_text().replace("    repository: file://../common\n", '    repository: ""\n')
+    )
+    req = [
+        {"name": "redis", "version": "7.0.0", "repository": "", "condition": "redis.enabled"},
+        {"name": "common", "version": "1.0.0", "repository": ""},
+    ]
+    lock = [
+        {"name": "redis", "version": "7.0.0", "repository": ""},
+        {"name": "common", "version": "1.0.0", "repository": "file://../../../outside"},
+    ]
+    (web / "Chart.lock").write_text(
+        "dependencies:\n"
+        + "".join(
+            f'- name: {d["name"]}\n  repository: "{d["repository"]}"\n  version: {d["version"]}\n'
+            for d in lock
+        )
+        + f'digest: {_helm_lock_digest(req, lock)}\ngenerated: "2026-01-01T00:00:00Z"\n'
+    )
+    proc = generate("charts/web")
+    assert "stolen" not in proc.stdout
+    assert proc.returncode != 0, proc.stdout
+    assert "leads outside the repository checkout" in proc.stderr, proc.stderr
+    assert not list((web / "charts").glob("common-*.tgz"))

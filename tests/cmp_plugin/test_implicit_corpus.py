@@ -101,6 +101,7 @@ def flip_file(tmp_path: Path, key: str, value: object) -> Path:
     return path
 
 
+@pytest.mark.slow  # minutes: every case renders its whole proof, then bare helm once per finding
 @pytest.mark.parametrize(("name", "values"), cases())
 def test_every_finding_is_proven_by_bare_helm(
     name: str, values: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -246,7 +246,8 @@ def test_keys_sharing_a_template_are_split_until_each_is_proven(tmp_path: Path) 
     outcome = render(chart)
     found = switches(outcome)
     assert {k: f.rendered for k, f in found.items()} == {f"k{i}": (f"ConfigMap c{i}",) for i in range(4)}
-    assert renders(outcome) == 4  # one template: one key per render
+    # keys whose templates are the same could not be told apart in one render: one key per render
+    assert renders(outcome) == 4
 
 
 def test_a_subchart_condition_and_its_templates(tmp_path: Path) -> None:
@@ -267,12 +268,16 @@ def test_a_subchart_condition_and_its_templates(tmp_path: Path) -> None:
         },
         "persistence: {size: 1Gi}\n",
     )
-    found = switches(render(chart))
+    outcome = render(chart)
+    found = switches(outcome)
     assert found["redis.enabled"].verdict == FINDING
     assert found["redis.enabled"].rendered == ("PersistentVolumeClaim data", "Service redis")
     assert found["redis.persistence"].verdict == FINDING and found["redis.persistence"].flip is None
     assert found["redis.persistence"].rendered == ("PersistentVolumeClaim data",)
     assert all(f.verdict != CANDIDATE for f in found.values())  # every proposal was decided
+    # the condition takes the whole subchart: it waits for a second render, the inner key is proven
+    # in the first beside web.enabled
+    assert renders(outcome) == 2
 
 
 def test_generate_spends_a_bounded_time_and_later_renders_finish_the_proof(tmp_path: Path) -> None:
@@ -343,3 +348,138 @@ def test_a_resumed_proof_keeps_its_splits(tmp_path: Path) -> None:
     found = switches(outcome)
     assert all(found[f"s{i}"].verdict == FINDING for i in range(8))
     assert found["tls"].verdict == NOT_PROVEN and "tls is required" in found["tls"].why
+
+
+def test_every_candidate_is_flipped_in_one_render(tmp_path: Path) -> None:
+    """Keys whose templates overlap (both read in one ConfigMap) are still flipped together: each
+    removed resource's template is held by one key only, so one render credits both."""
+    cm = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n"
+        'data:\n  a: "{{ .Values.a.enabled }}"\n  b: "{{ .Values.b.enabled }}"\n'
+    )
+    chart = make_chart(
+        tmp_path / "app",
+        {
+            "a.yaml": "{{- if .Values.a.enabled }}\n" + DEPLOY + "{{- end }}\n",
+            "b.yaml": "{{- if .Values.b.enabled }}\napiVersion: v1\nkind: Service\nmetadata:\n  name: b\n{{- end }}\n",
+            "shared.yaml": cm,
+        },
+        "a:\n  enabled: true\nb:\n  enabled: true\n",
+    )
+    outcome = render(chart)
+    found = switches(outcome)
+    assert found["a.enabled"].rendered == ("Deployment web",)
+    assert found["b.enabled"].rendered == ("Service b",)
+    assert renders(outcome) == 1
+
+
+def test_a_removal_hidden_by_another_flip_is_not_missed(tmp_path: Path) -> None:
+    """``modern`` off prints the same Service from another template: with every key flipped at once
+    the Service only moves, so the keys of both templates are rendered again apart."""
+    svc = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n"
+    chart = make_chart(
+        tmp_path / "app",
+        {
+            "svc.yaml": "{{- if and .Values.enabled .Values.modern }}\n" + svc + "{{- end }}\n",
+            "legacy.yaml": "{{- if not .Values.modern }}\n" + svc + "{{- end }}\n",
+            "cm.yaml": "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n{{- end }}\n",
+        },
+        "enabled: true\nmodern: true\n",
+    )
+    outcome = render(chart)
+    found = switches(outcome)
+    assert found["enabled"].verdict == FINDING
+    assert found["enabled"].rendered == ("ConfigMap cm", "Service web")
+    # alone, modern off prints the Service from legacy.yaml: Argo CD keeps it, nothing is removed
+    assert found["modern"].verdict == REMOVES_NOTHING
+    assert renders(outcome) == 3  # both at once (the Service moved), then each key alone
+
+
+def test_a_flip_that_breaks_the_render_is_set_aside_by_helms_error(tmp_path: Path) -> None:
+    """helm names the values path it could not evaluate: that key renders alone, the rest together."""
+    templates = {
+        f"m{i}.yaml": f"{{{{- with .Values.m{i} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n{{{{- end }}}}\n"
+        for i in range(4)
+    }
+    templates["route.yaml"] = (
+        "{{- with .Values.route }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: route\n{{- end }}\n"
+    )
+    templates["NOTES.txt"] = "{{ if .Values.route.main.enabled }}reach it at the route{{ end }}\n"
+    chart = make_chart(
+        tmp_path / "app",
+        templates,
+        "route:\n  main:\n    enabled: true\n" + "".join(f"m{i}:\n  size: 1\n" for i in range(4)),
+    )
+    outcome = render(chart)
+    found = switches(outcome)
+    assert all(found[f"m{i}"].rendered == (f"ConfigMap c{i}",) for i in range(4))
+    assert found["route"].verdict == NOT_PROVEN and "NOTES.txt" in found["route"].why
+    assert renders(outcome) == 3  # all (fails at .Values.route.main), the rest together, route alone
+
+
+def test_keys_turned_off_render_apart_from_flips_that_may_break_it(tmp_path: Path) -> None:
+    """Keys turned on and maps removed are likelier to break a render (``fail`` for want of
+    configuration): the keys turned off are proven in a render of their own all the same."""
+    templates = {
+        f"t{i}.yaml": f"{{{{- if .Values.s{i} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n{{{{- end }}}}\n"
+        for i in range(4)
+    }
+    templates["ext.yaml"] = (
+        "{{- if not .Values.external }}\napiVersion: v1\nkind: Service\nmetadata:\n  name: internal\n"
+        '{{- else }}\n{{ fail "external needs a host" }}\n{{- end }}\n'
+    )
+    chart = make_chart(
+        tmp_path / "app", templates, "external: false\n" + "".join(f"s{i}: true\n" for i in range(4))
+    )
+    outcome = render(chart)
+    found = switches(outcome)
+    assert all(found[f"s{i}"].rendered == (f"ConfigMap c{i}",) for i in range(4))
+    assert found["external"].verdict == NOT_PROVEN and "external needs a host" in found["external"].why
+    assert renders(outcome) == 2  # the keys turned off together; external alone
+
+
+def test_subchart_tags_and_imported_defaults_are_proven(tmp_path: Path) -> None:
+    chart = make_chart(
+        tmp_path / "web",
+        {"backup.yaml": "{{- if .Values.fromredis.backup }}\n" + DEPLOY + "{{- end }}\n"},
+        "tags:\n  jobs: true\n",
+    )
+    (chart / "Chart.yaml").write_text(
+        "apiVersion: v2\nname: web\nversion: 0.1.0\ndependencies:\n"
+        "  - name: redis\n    version: 0.1.0\n"
+        "    import-values:\n      - child: exported\n        parent: fromredis\n"
+        "  - name: batch\n    version: 0.1.0\n    tags: [jobs]\n"
+    )
+    make_chart(
+        chart / "charts" / "redis",
+        {"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: redis\n"},
+        "exported:\n  backup: true\n",
+    )
+    make_chart(
+        chart / "charts" / "batch", {"j.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n"}, ""
+    )
+    found = switches(render(chart))
+    assert found["tags.jobs"].verdict == FINDING and found["tags.jobs"].rendered == ("Job j",)
+    backup = found["fromredis.backup"]  # its default comes from the subchart through import-values
+    assert backup.verdict == FINDING and backup.default is True and backup.rendered == ("Deployment web",)
+
+
+def test_keys_sharing_a_removed_resources_template_are_rendered_again_apart(tmp_path: Path) -> None:
+    """a and b each gate one document of shared.yaml (and a template of their own): flipped together
+    both documents go and either key could have removed either, so each is rendered again alone."""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}\n"
+    chart = make_chart(
+        tmp_path / "app",
+        {
+            "shared.yaml": "{{- if .Values.a }}\n" + cm.format("sa") + "{{- end }}\n---\n"
+            "{{- if .Values.b }}\n" + cm.format("sb") + "{{- end }}\n",
+            "a.yaml": "{{- if .Values.a }}\n" + cm.format("a") + "{{- end }}\n",
+            "b.yaml": "{{- if .Values.b }}\n" + cm.format("b") + "{{- end }}\n",
+        },
+        "a: true\nb: true\n",
+    )
+    outcome = render(chart)
+    found = switches(outcome)
+    assert found["a"].rendered == ("ConfigMap a", "ConfigMap sa")
+    assert found["b"].rendered == ("ConfigMap b", "ConfigMap sb")
+    assert renders(outcome) == 3  # both at once, then each alone

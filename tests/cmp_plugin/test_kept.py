@@ -131,3 +131,12 @@ def test_kept_mask_parses_only_documents_that_mention_a_hook() -> None:
     assert [d.name for d in docs] == ["a", "t", "c"]
     assert kept_mask(stream, docs) == [True, False, True]
     assert kept_mask(stream.replace("helm.sh/hook", "x"), docs) == [True, True, True]
+
+
+def test_kept_mask_reads_a_hook_key_spelled_as_binary() -> None:
+    """go-yaml decodes a ``!!binary`` key to a string (decode.go ``scalar``): a hook, not kept."""
+    stream = (
+        "---\n# Source: c/templates/p.yaml\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n"
+        "  name: p\n  annotations:\n    !!binary YXJnb2NkLmFyZ29wcm9qLmlvL2hvb2s=: PreSync\n"
+    )
+    assert kept_mask(stream, scan_stream(stream)) == [False]

@@ -78,6 +78,44 @@ def test_the_same_pvc_kept_passes(generate: Generate, cluster: FakeArgo, repo: P
             ),
         ),
         ("generateName equal to the old name", pvc().replace("  name: data", "  generateName: data")),
+        # go-yaml v2 decode.go: a !!binary scalar decodes to a string, a mapping key too
+        (
+            "hook key as !!binary",
+            pvc().replace(
+                "  namespace: plain",
+                "  namespace: plain\n  annotations:\n    !!binary YXJnb2NkLmFyZ29wcm9qLmlvL2hvb2s=: PreSync",
+            ),
+        ),
+        (
+            "helm hook key as a verbatim binary tag",
+            pvc().replace(
+                "  namespace: plain",
+                "  namespace: plain\n  annotations:\n    !<tag:yaml.org,2002:binary> aGVsbS5zaC9ob29r: pre-install",
+            ),
+        ),
+        # go-yaml v2 yamlprivateh.go is_break: CR, NEL, LS and PS end a line as LF does
+        ("items after a lone CR", pvc().rstrip("\n") + "\ritems: []\n"),
+        ("items after a NEL", pvc().rstrip("\n") + "\x85items: []\n"),
+        ("items after a line separator", pvc().rstrip("\n") + "\u2028items: []\n"),
+        ("items after a paragraph separator", pvc().rstrip("\n") + "\u2029items: []\n"),
+        # helm's layout (a template's output): a second namespace key Go reads last, spelled so
+        # that a line scanner does not see it; or the name continued on a deeper line
+        *(
+            (
+                f"namespace moved by {how!r}",
+                "---\n" + pvc().replace("  namespace: plain\n", f"  namespace: plain\n{how}"),
+            )
+            for how in (
+                "  <<: {namespace: other}\n",
+                '  "namespace": other\n',
+                "  namespace  : other\n",
+                "  ? namespace\n  : other\n",
+            )
+        ),
+        (
+            "name continued on a deeper line",
+            "---\n" + pvc().replace("  name: data\n", "  name: data\n   x\n"),
+        ),
     ],
 )
 def test_a_pvc_argo_cd_does_not_keep_is_a_removal(

@@ -36,6 +36,8 @@ def helm_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DRIFTGUARD_HELM", str(wrapper))  # cmp_env passes it to the plugin
     # the instrumented helm logs beside the test: the only place outside its scratch it may write
     monkeypatch.setenv("DRIFTGUARD_CMP_TOOL_WRITE_PATHS", str(log.parent))
+    # the plan is used with the render cache off (launch.render_cache_on)
+    monkeypatch.setenv("DRIFTGUARD_CMP_RENDER_CACHE_BYTES", "0")
     return log
 
 

@@ -63,6 +63,9 @@ def render(repo: Path, tmp_path: Path, caller: list[str]) -> Callable[..., Run]:
             # the instrumented helm logs beside the test (the sandbox lets a tool write nowhere else)
             "DRIFTGUARD_CMP_TOOL_WRITE_PATHS": str(log.parent),
             "DRIFTGUARD_CMP_PRELOAD": preload_value,
+            # each render starts its helm: these tests count who started it (the render cache's
+            # hits are tests/cmp_plugin/test_render_cache.py's)
+            "DRIFTGUARD_CMP_RENDER_CACHE_BYTES": "0",
         }
         proc = subprocess.Popen(
             [*caller, "generate"],

@@ -120,3 +120,33 @@ def test_copies_do_not_share_a_proof_cache_entry(tmp_path: Path) -> None:
     two = rendered(tmp_path / "b" / "harbor", tmp_path / "s2")
     trivy = ResourceKey("", "Secret", "apps", "harbor-trivy")
     assert trivy in removal_causes(one, two, [trivy])
+
+
+def test_keys_sharing_a_template_are_told_apart_by_their_own_renders(tmp_path: Path) -> None:
+    """Every hidden gate is flipped on in one render: both Secrets come back from the one template
+    the two keys share, so each key is rendered again alone and only the one that brings the
+    missing Secret back is named."""
+    chart = tmp_path / "repo" / "harbor"  # the path cmp_env gives Argo CD's source path
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: harbor\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("a: false\nb: true\n")
+    (chart / "templates" / "secrets.yaml").write_text(
+        "{{- if .Values.a }}\n" + SECRET.format("sa") + "{{- end }}\n"
+        "---\n{{- if .Values.b }}\n" + SECRET.format("sb") + "{{- end }}\n"
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: core\n"
+    )
+    for key in ("a", "b"):  # a template of its own each: the two keys are flipped in one render
+        (chart / "templates" / f"{key}.yaml").write_text(
+            f"{{{{- if .Values.{key} }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {key}\n{{{{- end }}}}\n"
+        )
+    cache = tmp_path / "cache"
+    assert generate(chart, cache).returncode == 0  # the last good render: the baseline holds sb
+    (chart / "values.yaml").write_text("a: false\nb: false\n")
+    proc = generate(chart, cache, {"name": "max-prune-count", "string": "0"})
+    assert proc.returncode == 3, proc.stderr
+    # (a cause names its key's first gate; a, first in the scan, would be named if it were credited)
+    assert "  Secret apps/sb  <- hidden by the chart default of b (templates/b.yaml:1)" in (
+        proc.stderr.splitlines()
+    ), proc.stderr
+    assert "  ConfigMap apps/b  <- hidden by the chart default of b (templates/b.yaml:1)" in proc.stderr
+    assert " of a " not in proc.stderr

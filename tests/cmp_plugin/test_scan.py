@@ -182,6 +182,12 @@ PERTURBATIONS = [
     'data: "multi\nkind: Hidden"\n',  # a column-0 key line inside a quoted scalar
     "# Source: elsewhere.yaml\n",
     "spec:\n  template:\n    metadata:\n      name: pod\n",
+    # still in metadata: a second name/namespace Go reads last, in forms a line scanner misses
+    "  <<: {namespace: merged}\n",
+    '  "namespace": quoted\n',
+    "  namespace  : spaced\n",
+    "  ? name\n  : explicit\n",
+    "   continued\n",  # the last metadata value folded on
 ]
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from notifier.channels import FACTORIES
-from notifier.config import LOCALES
+from driftguard.errors import ConfigError
+from notifier.channels import FACTORIES, build_channels
+from notifier.channels.slack import SlackChannel
+from notifier.config import LOCALES, parse_config
 from notifier.preview import main as preview
 from notifier.render import STOCK, Templates
 
@@ -30,6 +32,23 @@ def test_every_registered_channel_has_its_templates_and_every_template_pair_a_ch
     for name in FACTORIES:
         for locale in LOCALES:
             assert (STOCK / f"{name}.{locale}.j2").is_file(), (name, locale)
+
+
+def test_a_registered_channel_without_templates_stops_start_up() -> None:
+    """Not a KeyError at the first alert: start-up names the two files to add."""
+    config = parse_config(
+        {"channels": {"p": {"type": "carrier-pigeon", "url": "https://receiver.example.com/h"}}}
+    )
+    with pytest.raises(ConfigError) as exc:
+        build_channels(config, Templates(), {**FACTORIES, "carrier-pigeon": SlackChannel})
+    assert exc.value.setting == "config.channels.p.type"
+    assert "carrier-pigeon.en.j2 and carrier-pigeon.zh-CN.j2" in str(exc.value)
+    assert set(
+        build_channels(
+            parse_config({"channels": {"s": {"type": "slack", "url": "https://receiver.example.com/h"}}}),
+            Templates(),
+        )
+    ) == {"s"}
 
 
 def test_preview_offers_exactly_the_registered_channels(capsys: pytest.CaptureFixture[str]) -> None:
