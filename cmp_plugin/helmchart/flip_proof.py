@@ -18,17 +18,29 @@ split only when needed:
 What a proof found is kept in the sidecar's cache under a digest of everything the renders read
 (every file of the chart, the values files and parameters, the helm arguments, the flips), so a
 refresh of the same revision renders nothing more.
+
+The records and limits are flip_records.py, how keys are grouped into renders flip_groups.py,
+the cache flip_cache.py; this module runs the renders.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from cmp_plugin.content_cache import cache_get, cache_put, hasher
+from cmp_plugin.content_cache import cache_get, cache_put
+from cmp_plugin.helmchart.flip_cache import _digest, _dump, _load, content_digest
+from cmp_plugin.helmchart.flip_groups import _colour, _covers, _halves, _layers, _suspects
+from cmp_plugin.helmchart.flip_records import (
+    BACK,
+    GONE,
+    MAX_RENDERS,
+    PARALLEL,
+    Flip,
+    Proof,
+    Resource,
+)
 from cmp_plugin.kept import kept_mask
 from driftguard.errors import DriftguardError
 from driftguard.manifests import ResourceKey
@@ -38,51 +50,18 @@ if TYPE_CHECKING:
     from cmp_plugin.renderers.base import RenderJob
     from cmp_plugin.scan import Doc
 
-__all__ = ["BACK", "GONE", "Flip", "Proof", "ProofRun", "Resource", "content_digest", "prove", "render_kept"]
-
-GONE = "gone"
-"""Prove that a flip removes resources of the base render (implicit-defaults)."""
-BACK = "back"
-"""Prove that a flip brings back resources missing from the base render (the cause of a removal)."""
-
-PARALLEL = 2
-"""helm processes a proof runs at once (the sidecar's CPU is shared with the other renders)."""
-MAX_RENDERS = 48
-"""Renders one proof may run; keys left unproven past it are reported as such."""
-MAX_CHART_BYTES = 64 << 20
-_VERSION = "driftguard-flip-proof-1"
-
-
-class Flip(NamedTuple):
-    """One values key and the value a render sets it to (None: removed, as helm's null removes)."""
-
-    key: str
-    value: Any
-    templates: tuple[str, ...] = ()
-    """Template paths (relative to the top chart; a directory covers what is under it) that the
-    key's gates decide: the scan's hint for crediting a changed resource to one key of a render."""
-
-
-class Resource(NamedTuple):
-    """A rendered document: its identity, template (relative to the top chart) and whether Argo CD keeps it."""
-
-    key: ResourceKey
-    template: str
-    kept: bool
-
-
-class Proof(NamedTuple):
-    changed: dict[str, tuple[Resource, ...]]
-    """Flip key -> the resources its flip removed (GONE) or brought back (BACK)."""
-    failed: dict[str, str]
-    """Flip key -> why no render could prove it (helm's error, the render budget)."""
-    renders: int
-    """helm renders run for this proof (0 when it came from the cache)."""
-    pending: tuple[str, ...] = ()
-    """Flip keys not settled within the time the caller gave (``finish(budget=...)``): the next
-    proof of the same content goes on from here (the cache holds what is settled)."""
-    groups: tuple[tuple[str, ...], ...] = ()
-    """The pending keys as the groups still to render: a resumed proof keeps the splits made so far."""
+__all__ = [
+    "BACK",
+    "GONE",
+    "PARALLEL",
+    "Flip",
+    "Proof",
+    "ProofRun",
+    "Resource",
+    "content_digest",
+    "prove",
+    "render_kept",
+]
 
 
 def render_kept(job: RenderJob, text: str, docs: list[Doc] | None = None) -> dict[ResourceKey, Resource]:
@@ -346,104 +325,6 @@ class _Solver:
         return []
 
 
-_AT_VALUE: Any = None
-_AT_FILE: Any = None
-
-
-def _suspects(batch: list[Flip], said: str) -> list[Flip]:
-    """The flips helm's error points at: the values path it could not evaluate (``executing
-    "chart/charts/sub/templates/x.yaml" at <.Values.route.main>`` reads ``sub.route``) or the
-    template that failed (``fail``: ``(chart/templates/x.yaml:7:4)``). Only a hint for regrouping:
-    a flip is called failing only by a render of it alone."""
-    global _AT_VALUE, _AT_FILE
-    import re
-
-    if _AT_VALUE is None:
-        _AT_VALUE = re.compile(r'executing "([^"]+)" at <\$?\.Values((?:\.[A-Za-z0-9_-]+)+)')
-        _AT_FILE = re.compile(r"[(\"]([^():\"\s]+/templates/[^():\"\s]+):\d+")
-    paths = set()
-    for m in _AT_VALUE.finditer(said):
-        parts = m.group(1).split("/")[1:]  # the top chart's name first
-        scope = "".join(f"{parts[i + 1]}." for i in range(len(parts) - 1) if parts[i] == "charts")
-        paths.add(scope + m.group(2)[1:])
-    files = {m.group(1).split("/", 1)[1] for m in _AT_FILE.finditer(said) if "/" in m.group(1)}
-    return [
-        f
-        for f in batch
-        if any(p == f.key or p.startswith(f.key + ".") for p in paths)
-        or any(_covers(f.templates, x) for x in files)
-    ]
-
-
-def _halves(batch: list[Flip]) -> list[list[Flip]]:
-    mid = len(batch) // 2
-    return [batch[:mid], batch[mid:]]
-
-
-def _covers(templates: tuple[str, ...], template: str) -> bool:
-    return any(template == t or template.startswith(t.rstrip("/") + "/") for t in templates)
-
-
-def _overlap(a: Flip, b: Flip) -> bool:
-    if _nested(a, b):
-        return True  # both in one values document: one would overwrite the other
-    if not a.templates or not b.templates:
-        return True
-    return any(_covers(b.templates, t) for t in a.templates) or any(
-        _covers(a.templates, t) for t in b.templates
-    )
-
-
-def _colour(flips: list[Flip]) -> list[list[Flip]]:
-    """Groups of flips whose templates do not overlap (greedy, in the order given)."""
-    groups: list[list[Flip]] = []
-    for f in flips:
-        for g in groups:
-            if not any(_overlap(f, o) for o in g):
-                g.append(f)
-                break
-        else:
-            groups.append([f])
-    return groups
-
-
-def _layers(flips: list[Flip]) -> list[list[Flip]]:
-    """Every flip in one render, except where one key nests in another (``a`` removed, ``a.enabled``
-    set: one values document cannot hold both) or one key's templates hold all of another's (a
-    subchart's ``condition`` and the keys inside it, ``notifications.enabled`` and
-    ``notifications.serviceAccount.create``: with the outer key flipped the inner key's removals
-    could not be told apart); the outer key goes to the next layer. Narrow keys are placed first;
-    keys turned on and maps removed, likelier to break a render, have layers of their own."""
-    layers: list[list[Flip]] = []
-    # keys turned off first; keys turned on (``not`` defaults: what they enable may ``fail`` for
-    # want of configuration) and maps removed (``nil pointer evaluating .main`` where a template
-    # reads under one unguarded) in later layers: one failing flip fails its whole render
-    for f in sorted(flips, key=lambda f: (_risk(f), len(f.templates))):
-        for layer in layers:
-            if _risk(layer[0]) != _risk(f):
-                continue
-            if not any(_nested(f, o) or _contains(f, o) or _contains(o, f) for o in layer):
-                layer.append(f)
-                break
-        else:
-            layers.append([f])
-    return layers
-
-
-def _risk(f: Flip) -> int:
-    """0: a key turned off; 1: turned on or a map removed (flips that may break a render)."""
-    return 1 if f.value is None or f.value is True else 0
-
-
-def _contains(a: Flip, b: Flip) -> bool:
-    """Whether ``a``'s templates hold every one of ``b``'s."""
-    return bool(b.templates) and all(_covers(a.templates, t) for t in b.templates)
-
-
-def _nested(a: Flip, b: Flip) -> bool:
-    return a.key == b.key or a.key.startswith(b.key + ".") or b.key.startswith(a.key + ".")
-
-
 def _put(doc: dict[str, Any], key: str, value: Any) -> None:
     parts = key.split(".")
     node = doc
@@ -453,97 +334,3 @@ def _put(doc: dict[str, Any], key: str, value: Any) -> None:
             nxt = node[p] = {}
         node = nxt
     node[parts[-1]] = value
-
-
-def chart_digest(chart_dir: Path) -> str | None:
-    """A digest of every file under the chart (None when it is too large to be worth it)."""
-    h = hasher(_VERSION.encode())
-    total = 0
-    for root, dirs, files in os.walk(chart_dir):
-        dirs[:] = sorted(d for d in dirs if d != ".git")
-        for name in sorted(files):
-            path = Path(root, name)
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            total += len(data)
-            if total > MAX_CHART_BYTES:
-                return None
-            h.update(f"\0{path.relative_to(chart_dir).as_posix()}\0{len(data)}\0".encode())
-            h.update(data)
-    return str(h.hexdigest())
-
-
-_BASES: dict[tuple[str, str, str], str | None] = {}
-"""content_digest's part that does not depend on ``what``, per render: the guard's verdicts and its
-proof ask for it in one render, and hashing every file of a large chart twice cost ~0.1 s."""
-
-
-def content_digest(job: RenderJob, what: str) -> str | None:
-    """A digest of everything a render of ``job`` reads (every chart file, the values files and
-    parameters, helm's arguments, the helm binary) and of ``what`` is computed from it; None when
-    the chart is too large or something cannot be read."""
-    memo = (str(job.app_dir), str(job.scratch), repr(job.env))
-    if memo not in _BASES:
-        if len(_BASES) > 16:
-            _BASES.clear()
-        _BASES[memo] = _base_digest(job)
-    base = _BASES[memo]
-    if base is None:
-        return None
-    h = hasher(base.encode())
-    h.update(b"\0" + what.encode())
-    return str(h.hexdigest())
-
-
-def _base_digest(job: RenderJob) -> str | None:
-    from cmp_plugin.renderers.helm import helm_argv, values_files
-
-    chart = chart_digest(job.app_dir)
-    if chart is None:
-        return None
-    h = hasher(chart.encode())
-    try:
-        tool = Path(job.settings.helm_path()).stat()  # another helm may render another stream
-        h.update(f"\0helm\0{tool.st_size}\0{tool.st_mtime_ns}\0{tool.st_ino}".encode())
-        files = values_files(job)
-        argv = helm_argv("helm", job, values_files=files)
-        for f in files:
-            h.update(b"\0values\0" + f.read_bytes())
-    except (OSError, DriftguardError):
-        return None
-    # paths differ between renders (scratch, checkout): the files' contents are hashed instead
-    for a in argv:
-        h.update(b"\0" + (b"<path>" if a.startswith("/") else a.encode()))
-    return str(h.hexdigest())
-
-
-def _digest(job: RenderJob, flips: list[Flip], want: str, targets: list[ResourceKey]) -> str | None:
-    what = json.dumps([want, [list(f) for f in flips], [list(t) for t in targets]], default=str)
-    return content_digest(job, what)
-
-
-def _dump(proof: Proof) -> dict[str, Any]:
-    return {
-        "changed": {k: [[list(r.key), r.template, r.kept] for r in v] for k, v in proof.changed.items()},
-        "failed": proof.failed,
-        "pending": list(proof.pending),
-        "groups": [list(g) for g in proof.groups],
-    }
-
-
-def _load(raw: Any, flips: list[Flip]) -> Proof | None:
-    try:
-        keys = {f.key for f in flips}
-        changed = {
-            str(k): tuple(Resource(ResourceKey(*r[0]), str(r[1]), bool(r[2])) for r in v)
-            for k, v in raw["changed"].items()
-            if k in keys
-        }
-        failed = {str(k): str(v) for k, v in raw["failed"].items() if k in keys}
-        pending = tuple(str(k) for k in raw.get("pending", []) if k in keys)
-        groups = tuple(tuple(str(k) for k in g if k in keys) for g in raw.get("groups", []))
-        return Proof(changed, failed, 0, pending, groups)
-    except (TypeError, KeyError, ValueError, IndexError):
-        return None
