@@ -20,11 +20,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from cmp_plugin.scan_docs import _crd_spec
+from cmp_plugin.scan_scalars import _multiline_flow_scalars
+from cmp_plugin.scan_text import (
+    _FIRST_CHILD,
+    _NEXT_TOP,
+    _YAML_WORDS_LIST,
+    _api_kind,
+    _identity2,
+    _with_meta,
+)
 from driftguard.errors import LimitExceeded
-from driftguard.goyaml import go_plain_is_string
 from driftguard.manifests import (
     CLUSTER_SCOPED,
     DEFAULT_LIMITS,
@@ -39,14 +47,6 @@ from driftguard.manifests import (
 )
 
 __all__ = ["Doc", "may_decide_kept", "scan_stream"]
-
-# the words go-yaml v2 (Argo CD's YAML; driftguard/goyaml.py) reads as booleans or null, not strings
-_YAML_WORDS_LIST = (
-    "true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No", "NO",
-    "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "y", "Y", "n", "N",
-)  # fmt: skip
-
-_PLAIN_BAD_START = set("&*!|>{[%@`'\"?,-#")
 
 
 class Doc(NamedTuple):
@@ -385,11 +385,6 @@ _ODD_TOP = _ODD_TOP_HELM
 # the rest of the line is taken whole and stripped in Python: a lazy value followed by optional
 # blanks backtracks quadratically over a long run of blanks (20 KB: 22 s)
 _TOP = re.compile(r"\n([A-Za-z0-9_.-]+):([^\n]*)")
-# the next column-0 line that is not a comment, searched from the newline before a line: anchored
-# on "\n", so the engine jumps from newline to newline (a ``^`` in MULTILINE mode is tried at every
-# character: 8 ms for a 1.4 MB CRD where this takes a fraction of one)
-_NEXT_TOP = re.compile(r"\n(?=[^ \r\n#])")
-_FIRST_CHILD = re.compile(r"^( +)(?=[^ \r\n#])", re.M)
 _SOURCE = re.compile(r"\n# Source: ([^\n]*)")
 _by_indent: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]] = {}
 
@@ -416,38 +411,6 @@ _ODD2 = re.compile(
 _INDENT2 = re.compile(r"  [^ \r\n#]")
 
 
-def _identity2(top: dict[str, tuple[str, int]], meta: dict[str, str]) -> Any:
-    """The identity when metadata's children sit two spaces in (read by the stream-wide passes)."""
-    head = _api_kind(top["metadata"], top)
-    return None if head is None else _with_meta(*head, meta.items())
-
-
-def _api_kind(meta_top: tuple[str, int] | None, top: dict[str, tuple[str, int]]) -> tuple[str, str] | None:
-    """(apiVersion, kind) when metadata is a block and the kind is one the scanner may read."""
-    if meta_top is None or (meta_top[0] and not meta_top[0].startswith("#")):
-        return None
-    api, kind = _scalar(top.get("apiVersion", ("", 0))[0]), _scalar(top.get("kind", ("", 0))[0])
-    if not api or not kind or kind.endswith("List"):
-        return None
-    if kind == "CustomResourceDefinition" and group_of(api) != "apiextensions.k8s.io":
-        return None  # not the CRD kind cluster_scoped_kinds reads: leave it to the parser
-    return api, kind
-
-
-def _with_meta(api: str, kind: str, pairs: Iterable[tuple[str, str]]) -> Any:
-    """(apiVersion, kind, name, namespace) from metadata's identity keys; None when only a parser can say."""
-    meta: dict[str, str] = {}
-    for key, raw in pairs:
-        value = _scalar(raw)
-        if value is None or key in meta:
-            return None
-        meta[key] = value
-    name = meta.get("name") or meta.get("generateName")
-    if not name:
-        return None
-    return api, kind, name, meta.get("namespace", ""), bool(meta.get("name"))
-
-
 def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
     """(apiVersion, kind, name, namespace) from a plain block document; _EMPTY; or None (parse it)."""
     if not top:
@@ -467,349 +430,3 @@ def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
         return None  # "- item", flow, complex keys or outdented lines in metadata: let the parser decide
     pairs = [(k, v.strip(" \t\r")) for k, v in keys.findall(block) if not v or v[0] in " \t\r"]
     return _with_meta(*head, pairs)
-
-
-_PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9._/-]*")
-_YAML_WORDS = frozenset(_YAML_WORDS_LIST)
-
-
-def _scalar(rest: str | None) -> str | None:
-    """The string value of a simple scalar, or None when only a parser can say."""
-    if rest is None:
-        return None
-    if _PLAIN_WORD.fullmatch(rest) and rest not in _YAML_WORDS:
-        return rest  # the common case: apps/v1, Deployment, payment-api
-    value = rest.strip()
-    if " #" in value:
-        value = value.split(" #", 1)[0].rstrip()
-    if not value:
-        return None
-    if value[0] == '"':
-        if len(value) >= 2 and value[-1] == '"' and "\\" not in value and '"' not in value[1:-1]:
-            return value[1:-1]
-        return None
-    if value[0] == "'":
-        if len(value) >= 2 and value[-1] == "'" and "'" not in value[1:-1]:
-            return value[1:-1]
-        return None
-    if value[0] in _PLAIN_BAD_START or ": " in value or value.endswith(":") or not go_plain_is_string(value):
-        return None
-    return value
-
-
-# --- multi-line quoted and flow scalars ---------------------------------------------------------
-# A quoted scalar (or a flow collection) may go on over several lines, and its continuation lines
-# may look like keys at any indentation. Every line where one starts is looked at.
-# a line whose value, sequence item or key starts with a quote, a flow bracket, an anchor or a tag
-# (possessive where it repeats: one pass over each line, linear)
-_QUOTE_LINE = re.compile(r"\n *+(?:- ++)*+(?:(?:[^\n#'\":]*+:(?![ \t]))*+[^\n#'\":]*+:[ \t]++)?[\"'{\[&!]")
-_KEY_HEAD = re.compile(r"[A-Za-z0-9_./-]+:(?:[ \t]+|$)")
-_DQ = re.compile(r'"(?:[^"\\\n]|\\.)*+"')  # possessive: a quote never ends early
-_SQ = re.compile(r"'(?:[^'\n]|'')*+'")  # possessive: 'it''s' stays one scalar
-_AFTER = re.compile(r"[ \t]*(?:#.*)?\r?")
-
-
-def _multiline_flow_scalars(nl: str) -> list[int]:
-    """Offsets (in ``nl``) of lines starting a quoted scalar or flow collection that could mislead the scanner.
-
-    One that ends on its line is harmless, and so is one whose every further line is indented
-    deeper than the line it starts on (what helm and controller-gen print): the scanner only ever
-    reads lines at the indentation of a block's own keys, and those lines are deeper than any key
-    of that block. Lines inside a block scalar (``key: |``) are text, not YAML: skipped.
-    """
-    found = []
-    pos = 0
-    blocks: list[tuple[int, int]] | None = None
-    for m in _quote_lines(nl):
-        start = m.start() + 1
-        if start < pos:
-            continue
-        end = nl.find("\n", start)
-        end = len(nl) if end < 0 else end
-        pos = end
-        line = nl[start:end]
-        opener = _unclosed(line)
-        if opener < 0:
-            continue
-        if blocks is None:
-            blocks = _block_scalars(nl)
-        i = bisect_right(blocks, (m.start(), len(nl))) - 1
-        inside = i >= 0 and blocks[i][0] <= m.start() < blocks[i][1]
-        if inside:
-            continue
-        close = _scalar_end(nl, start + opener) if opener < len(line) else -1
-        indent = len(line) - len(line.lstrip(" "))
-        if close < 0 or _shallow_line(indent).search(nl, end, close):
-            found.append(m.start())
-        pos = max(pos, close)
-    return found
-
-
-_QUOTE_CHARS = "\"'{[&!"
-
-
-def _quote_lines(nl: str) -> list[re.Match[str]]:
-    """``_QUOTE_LINE.finditer(nl)``, faster: only lines holding one of its characters are tried.
-
-    A match never leaves its line and ends on the first such character, so trying each line that
-    holds one (found by ``str.find``, ~100x faster than the engine's scan of every line of a
-    megabyte CRD) gives the same matches in the same order.
-    """
-    lines = set()
-    for c in _QUOTE_CHARS:
-        at = nl.find(c)
-        while at >= 0:
-            start = nl.rfind("\n", 0, at)
-            lines.add(start)
-            end = nl.find("\n", at)
-            if end < 0:
-                break
-            at = nl.find(c, end)
-    out = []
-    for start in sorted(lines):
-        if start >= 0:
-            m = _QUOTE_LINE.match(nl, start)
-            if m is not None:
-                out.append(m)
-    return out
-
-
-_SHALLOW: dict[int, re.Pattern[str]] = {}
-
-
-def _shallow_line(indent: int) -> re.Pattern[str]:
-    """A non-blank line indented ``indent`` or less."""
-    rx = _SHALLOW.get(indent)
-    if rx is None:
-        rx = _SHALLOW[indent] = re.compile(rf"\n {{0,{indent}}}(?=[^ \r\n])")
-    return rx
-
-
-_DQ_ANY = re.compile(r'"(?:[^"\\]|\\.)*+"', re.S)
-_SQ_ANY = re.compile(r"'(?:[^']|'')*+'")
-
-
-def _scalar_end(nl: str, at: int) -> int:
-    """The offset just after the quoted scalar or flow collection starting at ``at``; -1 when it never ends."""
-    c = nl[at]
-    if c in "\"'":
-        q = (_DQ_ANY if c == '"' else _SQ_ANY).match(nl, at)
-        return q.end() if q else -1
-    depth, i, n = 0, at, len(nl)
-    while i < n:
-        c = nl[i]
-        if c in "{[":
-            depth += 1
-        elif c in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif c in "\"'":
-            q = (_DQ_ANY if c == '"' else _SQ_ANY).match(nl, i)
-            if q is None:
-                return -1
-            i = q.end()
-            continue
-        elif c == "#" and nl[i - 1] in " \t\n":
-            j = nl.find("\n", i)
-            if j < 0:
-                return -1
-            i = j
-            continue
-        i += 1
-    return -1
-
-
-# a line whose value (after a key or "- ") is a block scalar header: | or > with indicators
-_BLOCK_HEADER = re.compile(
-    r"\n( *+)(?:- ++)*+(?:[A-Za-z0-9_./-]++:[ \t]++)?[|>][-+1-9]{0,2}+[ \t]*+(?:#[^\n]*+)?\r?(?=\n)"
-)
-
-
-# where one may end a line: found first (a fast scan for two characters), the line then checked
-_BLOCK_INDICATOR = re.compile(r"[|>][-+1-9]{0,2}+[ \t]*+(?:#[^\n]*+)?\r?(?=\n)")
-
-
-def _block_indicators(nl: str) -> list[re.Match[str]]:
-    """``_BLOCK_INDICATOR.finditer(nl)``, faster: tried only where ``str.find`` finds a ``|`` or ``>``.
-
-    A match starts on one of them and ends before a newline, so matches never overlap a later
-    candidate on another line; on the same line the first candidate's match (if any) is kept and
-    candidates inside it are skipped, as finditer does.
-    """
-    hits = []
-    for c in "|>":
-        at = nl.find(c)
-        while at >= 0:
-            hits.append(at)
-            at = nl.find(c, at + 1)
-    hits.sort()
-    out: list[re.Match[str]] = []
-    for at in hits:
-        if out and at < out[-1].end():
-            continue
-        m = _BLOCK_INDICATOR.match(nl, at)
-        if m is not None:
-            out.append(m)
-    return out
-
-
-def _block_scalars(nl: str) -> list[tuple[int, int]]:
-    """[start, end) offsets in ``nl`` of the content lines of every block scalar, in order."""
-    out = []
-    pos = 0
-    for hit in _block_indicators(nl):
-        if hit.start() < pos:
-            continue  # inside the previous block scalar
-        m = _BLOCK_HEADER.match(nl, nl.rfind("\n", 0, hit.start()))
-        if m is None or m.end() != hit.end():
-            continue
-        stop = _shallow_line(len(m.group(1))).search(nl, m.end())
-        pos = stop.start() if stop else len(nl)
-        out.append((m.end(), pos))
-    return out
-
-
-def _unclosed(line: str) -> int:
-    """-1 when every quoted scalar / flow collection a value or item of ``line`` starts ends on it; else
-    the index of the one that does not (``len(line)`` when the line is odd in another way)."""
-    s = line.lstrip(" ")
-    while s[:2] == "- ":
-        s = s[2:].lstrip(" ")
-    for _ in range(2):  # a key (plain or quoted), then its value
-        k = _KEY_HEAD.match(s)
-        if k is not None:
-            s = s[k.end() :]
-            continue
-        c = s[:1]
-        at = len(line) - len(s)
-        if c in ('"', "'"):
-            q = (_DQ if c == '"' else _SQ).match(s)
-            if q is None:
-                return at
-            rest = s[q.end() :]
-            if rest[:1] == ":":  # a quoted key: its value follows
-                s = rest[1:].lstrip(" \t")
-                continue
-            # more after a closed quote: valid YAML only as the continuation of a plain scalar
-            # (text, indented deeper than its block's keys), else the parser refuses it anyway
-            return -1
-        if c in ("{", "["):
-            return -1 if _flow_closes(s) else at
-        if c in ("&", "!") and any(ch in s for ch in "\"'{["):
-            return len(line)  # an anchor or a tag before a quote: unsure
-        return -1
-    return -1
-
-
-def _flow_closes(s: str) -> bool:
-    """Whether the flow collection at the start of ``s`` closes on this line (quotes respected)."""
-    depth, i, n = 0, 0, len(s)
-    while i < n:
-        c = s[i]
-        if c in "{[":
-            depth += 1
-        elif c in "}]":
-            depth -= 1
-            if depth == 0:
-                return True  # anything after it: as after a closed quote
-        elif c in "\"'":
-            q = (_DQ if c == '"' else _SQ).match(s, i)
-            if q is None:
-                return False
-            i = q.end()
-            continue
-        elif c == "#" and i and s[i - 1] in " \t":
-            return False
-        i += 1
-    return False
-
-
-# --- a CustomResourceDefinition's scope, read without parsing the (often huge) document ----------
-_SPEC_KEYS = ("group", "scope", "names")
-
-
-def _crd_spec(text: str, top: dict[str, tuple[str, int]], end: int) -> tuple[str, str, str] | None:
-    """(spec.group, spec.names.kind, spec.scope) of a plain block-style CRD; None when only a parser can say."""
-    spec = top.get("spec")
-    if spec is None:
-        return "", "", ""
-    if spec[0] and not spec[0].startswith("#"):
-        return None  # flow style, an anchor, a tag: the parser decides
-    start = spec[1] + 1
-    nxt = _NEXT_TOP.search(text, start - 1, end)
-    found = _block_keys(text, start, nxt.start() + 1 if nxt else end, _SPEC_KEYS)
-    if found is None:
-        return None
-    values: dict[str, str] = {}
-    for key in ("group", "scope"):
-        if key in found:
-            value = _scalar(found[key][0])
-            if value is None:
-                return None
-            values[key] = value
-    kind = ""
-    if "names" in found:
-        raw, names_start, names_end = found["names"]
-        if raw and not raw.startswith("#"):
-            return None
-        names = _block_keys(text, names_start, names_end, ("kind",))
-        if names is None:
-            return None
-        if "kind" in names:
-            value = _scalar(names["kind"][0])
-            if value is None:
-                return None
-            kind = value
-    return values.get("group", ""), kind, values.get("scope", "")
-
-
-_BLOCK_RX: dict[
-    tuple[int, tuple[str, ...]], tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]
-] = {}
-
-
-def _block_keys(
-    text: str, start: int, end: int, wanted: tuple[str, ...]
-) -> dict[str, tuple[str, int, int]] | None:
-    """``wanted`` keys of the block mapping in text[start:end]: key -> (raw value, block start, block end).
-
-    The block's indentation is its first line's; every line at that indentation must be ``key:``,
-    ``key: value`` or a ``- `` item of the key above (anything else, a line less indented, or a
-    wanted key twice: None, the parser decides). Each key's own block runs to the next line at
-    the mapping's indentation.
-    """
-    block = "\n" + text[start:end]
-    first = _FIRST_CHILD.search(block, 1)
-    if first is None:
-        return {}
-    n = len(first.group(1))
-    rx = _BLOCK_RX.get((n, wanted))
-    if rx is None:
-        names = "|".join(re.escape(w) for w in wanted)
-        at_n = re.compile(
-            rf"\n {{{n}}}(?=[^ \r\n#])(?:({names}):([^\n]*)|(?:[A-Za-z0-9_./-]+:(?:[ \t]|\r?(?=\n|$))|-(?:[ \t]|\r?(?=\n|$)))|(.))"
-        )
-        child = re.compile(rf"\n {{{n}}}(?=[^ \r\n#])")
-        out = re.compile(rf"\n {{1,{n - 1}}}(?=[^ \r\n#])") if n > 1 else None
-        rx = _BLOCK_RX[n, wanted] = (at_n, child, out)
-    at_n, child, out = rx
-    if out is not None and out.search(block):
-        return None
-    found: dict[str, tuple[str, int, int]] = {}
-    for m in at_n.finditer(block):
-        if m.group(3) is not None:
-            return None  # a line at the block's indentation that is no plain key nor item
-        key = m.group(1)
-        if key is None:
-            continue
-        rest = m.group(2)
-        if rest and rest[0] not in " \t\r":
-            return None  # "group:x" is no key line
-        if key in found:
-            return None
-        nxt = child.search(block, m.end())
-        own_end = nxt.start() if nxt else len(block)
-        # offsets in text: block[i] is text[start + i - 1]
-        found[key] = (rest.strip(" \t\r"), start + m.end(), start + own_end - 1)
-    return found

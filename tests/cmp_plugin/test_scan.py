@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin import scan
+from cmp_plugin import scan_scalars
 from cmp_plugin.process import tool_env
 from cmp_plugin.scan import _scan_general, _scan_helm, keys_of, scan_stream
 from cmp_plugin.settings import CmpSettings
@@ -319,13 +319,13 @@ _LINES = st.lists(st.one_of(_STRUCTURED, _SOUP), max_size=12).map("\n".join)
 def test_the_quote_line_finder_finds_what_the_pattern_finds(text: str) -> None:
     """``_quote_lines`` tries only lines with a quote character: the same matches as finditer."""
     nl = "\n" + text
-    expect = [(m.start(), m.end()) for m in scan._QUOTE_LINE.finditer(nl)]
-    assert [(m.start(), m.end()) for m in scan._quote_lines(nl)] == expect
+    expect = [(m.start(), m.end()) for m in scan_scalars._QUOTE_LINE.finditer(nl)]
+    assert [(m.start(), m.end()) for m in scan_scalars._quote_lines(nl)] == expect
 
 
 @given(_LINES)
 def test_the_block_indicator_finder_finds_what_the_pattern_finds(text: str) -> None:
     """``_block_indicators`` tries only at ``|`` and ``>``: the same matches as finditer."""
     nl = "\n" + text
-    expect = [(m.start(), m.end()) for m in scan._BLOCK_INDICATOR.finditer(nl)]
-    assert [(m.start(), m.end()) for m in scan._block_indicators(nl)] == expect
+    expect = [(m.start(), m.end()) for m in scan_scalars._BLOCK_INDICATOR.finditer(nl)]
+    assert [(m.start(), m.end()) for m in scan_scalars._block_indicators(nl)] == expect
