@@ -110,6 +110,11 @@ _ENV_SKIPPED = frozenset(
 )
 _ENV_PREFIXES = ("ARGOCD_", "PARAM_", "DRIFTGUARD_", "KUBE_VERSION", "KUBE_API_VERSIONS")
 
+MAX_ARCHIVE_DEPTH = 4
+"""Subchart archives inside subchart archives scanned at most this deep (cmp_plugin/schema_refs.py)."""
+MAX_ARCHIVE_BYTES = 100 << 20
+"""Bytes one subchart archive may unpack to and still be scanned (helm's own default limit)."""
+
 MAX_ENTRIES = 200_000
 """Directory entries hashed for one render (confine.MAX_ENTRIES refuses more before this)."""
 
@@ -184,6 +189,8 @@ def compute(
         walk.file(file, _relative(file, root))
     if walk.entries > MAX_ENTRIES:
         return Fingerprint(None, f"more than {MAX_ENTRIES} files", walk.files, walk.bytes)
+    if walk.unreadable:
+        return Fingerprint(None, walk.unreadable, walk.files, walk.bytes)
     if walk.schema_ref:
         return Fingerprint(None, f"{walk.schema_ref} refers to another schema", walk.files, walk.bytes)
     found = walk.nondeterministic(env)
@@ -277,6 +284,8 @@ class _Walk:
         self.files = 0
         self.bytes = 0
         self.schema_ref = ""
+        self.unreadable = ""
+        """Why an archive's content could not be scanned: the render is not cacheable."""
         self.calls: list[str] = []
         self.uses_tpl = False
         self.texts: list[tuple[str, bytes]] = []
@@ -333,6 +342,12 @@ class _Walk:
         self.h.update(data)  # type: ignore[attr-defined]
         if not self.templates:
             return
+        self._scan(name, data)
+        if name.endswith(".tgz") and os.path.basename(os.path.dirname(name)) == "charts":
+            self._archive(name, data, depth=1)
+
+    def _scan(self, name: str, data: bytes) -> None:
+        """Note the calls of a template, and keep every other file for ``tpl``."""
         base = os.path.basename(name)
         if "/templates/" in f"/{name}" or base.endswith(".tpl"):
             match = _CALLS_B.search(data)
@@ -344,6 +359,45 @@ class _Walk:
             if base == "values.schema.json" and not self.schema_ref and _SCHEMA_REF_B.search(data):
                 self.schema_ref = name
             self.texts.append((name, data))
+
+    def _archive(self, name: str, data: bytes, *, depth: int) -> None:
+        """A subchart archive: helm renders the templates inside it (pkg/chart/loader/load.go loads a
+        ``.tgz`` under ``charts/`` with LoadArchive, and so on inside it), so they are scanned as
+        files on disk are; its bytes are already hashed. One that cannot be read whole, nested too
+        deep or larger than helm loads is not cacheable."""
+        import io
+        import tarfile
+
+        if depth > MAX_ARCHIVE_DEPTH:
+            self.unreadable = (
+                self.unreadable or f"{name}: subchart archives nested more than {MAX_ARCHIVE_DEPTH} deep"
+            )
+            return
+        total = 0
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    total += member.size
+                    if total > MAX_ARCHIVE_BYTES:
+                        self.unreadable = (
+                            self.unreadable or f"{name} holds more than {MAX_ARCHIVE_BYTES} bytes"
+                        )
+                        return
+                    f = tar.extractfile(member)
+                    if f is None:
+                        continue
+                    inner = f.read()
+                    where = f"{name}:{member.name}"
+                    self._scan(f"{name}/{member.name}", inner)
+                    parent = member.name.rsplit("/", 2)[-2] if "/" in member.name else ""
+                    if member.name.endswith(".tgz") and parent == "charts":
+                        self._archive(where, inner, depth=depth + 1)
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            self.unreadable = (
+                self.unreadable or f"{name} is not a readable chart archive ({type(exc).__name__})"
+            )
 
     def nondeterministic(self, env: AppEnv) -> str:
         """Why the render is not a function of its inputs, or ''."""
