@@ -321,6 +321,8 @@ class _Walk:
                 if os.path.isdir(path):
                     if shallow:
                         _feed(self.h, "dir-entry", name)
+                        if not entry.is_symlink():
+                            self.names(path, name)
                     elif path not in self.seen:
                         self.seen.add(path)
                         stack.append((path, name))
@@ -328,6 +330,28 @@ class _Walk:
                         _feed(self.h, "seen-dir", name)
                 else:
                     self.file(path, name)
+
+    def names(self, top: str, rel: str) -> None:
+        """The name of every entry below a directory the render does not read: the stray-artifacts
+        guard walks the whole app directory by name (os.walk, symlinks not followed, no .git)."""
+        stack = [(top, rel)]
+        while stack:
+            here, rel = stack.pop()
+            try:
+                listing = sorted(os.scandir(here), key=lambda e: e.name)
+            except OSError as exc:
+                _feed(self.h, "unreadable", f"{rel} {exc.errno}")
+                continue
+            for entry in listing:
+                self.entries += 1
+                if self.entries > MAX_ENTRIES or entry.name == ".git":
+                    continue
+                name = f"{rel}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    _feed(self.h, "name-dir", name)
+                    stack.append((entry.path, name))
+                else:
+                    _feed(self.h, "name", name)
 
     def file(self, path: str, name: str) -> None:
         try:

@@ -1,0 +1,167 @@
+"""Inputs that change a render (or a guard's verdict) and must change its fingerprint too.
+
+Each test names the input a hostile or careless tenant can change; before the fix the fingerprint
+(cmp_plugin/fingerprint.py) stayed equal, so the render cache served the old render and the PR
+check reported the environment unchanged.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+from cmp_plugin import fingerprint
+from cmp_plugin.argo_env import AppEnv, parse_parameters
+from cmp_plugin.settings import CmpSettings
+from driftguard.errors import InputError
+from tests.cmp_plugin.conftest import Generate
+
+HELM = os.environ["DRIFTGUARD_HELM"]
+KUSTOMIZE = os.environ["DRIFTGUARD_KUSTOMIZE"]
+
+
+def _env(params: dict[str, object] | None = None) -> AppEnv:
+    parsed, explicit = parse_parameters({}, params or {})
+    return AppEnv(app_name="demo", app_namespace="apps", params=parsed, explicit=explicit)
+
+
+def _digest(app: Path, root: Path, renderer: str, params: dict[str, object] | None = None) -> str | None:
+    settings = CmpSettings(helm=HELM, kustomize=KUSTOMIZE, cache_dir=root.parent / "cache")
+    return fingerprint.compute(app, root, _env(params), settings, renderer, {}).digest
+
+
+def _kustomize(app: Path) -> str:
+    return subprocess.run(
+        [KUSTOMIZE, "kustomize", str(app)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+
+
+def test_a_kustomize_resource_with_an_equals_sign_is_hashed_by_its_whole_path(tmp_path: Path) -> None:
+    """kustomize reads ``resources: [../common/base=v2]`` as that path; ``key=path`` is only the
+    generators' ``files`` syntax. Hashing ``v2`` next to the kustomization instead left the base
+    out of the fingerprint."""
+    root = tmp_path / "checkout"
+    base = root / "common" / "base=v2"
+    base.mkdir(parents=True)
+    (base / "kustomization.yaml").write_text("resources:\n- cm.yaml\n")
+    (base / "cm.yaml").write_text(CM.format(name="one"))
+    app = root / "app"
+    (app / "v2").mkdir(parents=True)  # what the split path named: present, so no "not in the checkout"
+    (app / "kustomization.yaml").write_text("resources:\n- ../common/base=v2\n")
+    before, out_before = _digest(app, root, "kustomize"), _kustomize(app)
+    (base / "cm.yaml").write_text(CM.format(name="two"))
+    assert _kustomize(app) != out_before  # the real tool reads the base
+    assert _digest(app, root, "kustomize") != before
+
+
+def _tgz(members: dict[str, str], *, top: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _parent_chart(root: Path) -> Path:
+    chart = root / "app"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "charts").mkdir()
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 1.0.0\n")
+    (chart / "templates" / "cm.yaml").write_text(CM.format(name="parent"))
+    return chart
+
+
+def _sub(template: str, values: str = "") -> dict[str, str]:
+    return {
+        "Chart.yaml": "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+        "values.yaml": values,
+        "templates/cm.yaml": template,
+    }
+
+
+RANDOM = CM.format(name="sub") + "data:\n  v: {{ randAlphaNum 16 | quote }}\n"
+
+
+def _helm(chart: Path) -> str:
+    return subprocess.run(
+        [HELM, "template", "r", str(chart)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def test_a_subchart_archive_that_calls_a_random_function_is_not_cacheable(tmp_path: Path) -> None:
+    """helm renders the templates inside ``charts/*.tgz`` (pkg/chart/loader/load.go: LoadArchive
+    for a ``.tgz`` under charts/); the scan for nondeterministic calls read only files on disk."""
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    (chart / "charts" / "sub-0.1.0.tgz").write_bytes(_tgz(_sub(RANDOM), top="sub"))
+    assert _helm(chart) != _helm(chart)  # the real render differs from run to run
+    found = fingerprint.compute(
+        chart, root, _env(), CmpSettings(helm=HELM, cache_dir=tmp_path / "cache"), "helm", {}
+    )
+    assert found.digest is None and "randAlphaNum" in found.why
+
+
+def test_an_archive_in_an_archive_and_tpl_in_an_archive_are_read_too(tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    inner = _tgz(_sub(RANDOM), top="sub")
+    outer = _sub(CM.format(name="mid")) | {"charts/sub-0.1.0.tgz": ""}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in outer.items():
+            data = inner if name.endswith(".tgz") else text.encode()
+            info = tarfile.TarInfo(f"mid/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (chart / "charts" / "mid-0.1.0.tgz").write_bytes(buf.getvalue())
+    assert _digest(chart, root, "helm") is None
+    # a values file inside the archive rendered by tpl in the archive's template
+    (chart / "charts" / "mid-0.1.0.tgz").unlink()
+    tpl = CM.format(name="sub") + "data:\n  v: {{ tpl .Values.v . | quote }}\n"
+    (chart / "charts" / "sub-0.1.0.tgz").write_bytes(_tgz(_sub(tpl, values='v: "{{ uuidv4 }}"\n'), top="sub"))
+    assert _digest(chart, root, "helm") is None
+    # a deterministic archive is still cached, and its content counts
+    (chart / "charts" / "sub-0.1.0.tgz").write_bytes(_tgz(_sub(CM.format(name="a")), top="sub"))
+    first = _digest(chart, root, "helm")
+    assert first is not None
+    (chart / "charts" / "sub-0.1.0.tgz").write_bytes(_tgz(_sub(CM.format(name="b")), top="sub"))
+    assert _digest(chart, root, "helm") not in (None, first)
+
+
+def test_an_archive_that_cannot_be_read_is_not_cached(tmp_path: Path) -> None:
+    """What the scan cannot read is never served from the cache: refused, or not cacheable."""
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    (chart / "charts" / "sub-0.1.0.tgz").write_bytes(b"\x1f\x8b not really gzip")
+    settings = CmpSettings(helm=HELM, cache_dir=tmp_path / "cache")
+    try:
+        found = fingerprint.compute(chart, root, _env(), settings, "helm", {})
+    except InputError as exc:
+        assert "sub-0.1.0.tgz" in str(exc)
+    else:
+        assert found.digest is None and "sub-0.1.0.tgz" in found.why
+
+
+def test_a_stray_path_below_a_plain_directory_is_refused_after_a_cached_render(
+    generate: Generate, repo: Path
+) -> None:
+    """Without ``recurse`` the directory renderer reads the top level only, but the stray-artifacts
+    guard walks every sub-directory: a committed ``sub/helm-rendered/`` must not be served the
+    render cached before it appeared."""
+    (repo / "plain" / "sub").mkdir()
+    first = generate("plain")
+    assert first.returncode == 0, first.stderr
+    assert list((repo.parent / "baseline-cache").glob("render-*.bin")), "the first render was not cached"
+    (repo / "plain" / "sub" / "helm-rendered").mkdir()
+    (repo / "plain" / "sub" / "helm-rendered" / "all.yaml").write_text(CM.format(name="stale"))
+    again = generate("plain")
+    assert again.returncode != 0 and "stray-artifacts" in again.stderr, again.stderr
