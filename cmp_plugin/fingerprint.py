@@ -316,8 +316,15 @@ class _Walk:
                 path = entry.path
                 name = f"{rel}/{entry.name}"
                 if entry.is_symlink():
-                    _feed(self.h, "link", f"{name} {_relative(os.path.realpath(path), self.root)}")
                     path = os.path.realpath(path)
+                    if path != self.root and not path.startswith(self.root.rstrip("/") + "/"):
+                        # never followed out of the checkout (a device, the whole file system): the
+                        # directory renderer refuses it as it reads, after this walk
+                        self.unreadable = (
+                            self.unreadable or f"{name} is a symlink that leads outside the checkout"
+                        )
+                        continue
+                    _feed(self.h, "link", f"{name} {_relative(path, self.root)}")
                 if os.path.isdir(path):
                     if shallow:
                         _feed(self.h, "dir-entry", name)

@@ -165,3 +165,44 @@ def test_a_stray_path_below_a_plain_directory_is_refused_after_a_cached_render(
     (repo / "plain" / "sub" / "helm-rendered" / "all.yaml").write_text(CM.format(name="stale"))
     again = generate("plain")
     assert again.returncode != 0 and "stray-artifacts" in again.stderr, again.stderr
+
+
+def test_a_symlink_out_of_the_checkout_is_not_read_by_the_fingerprint(tmp_path: Path) -> None:
+    """The directory renderer checks its symlinks as it reads (cmp_plugin/dirsource.py), after the
+    fingerprint: the walk must not follow one out of the checkout (``z.yaml -> /dev/zero`` read
+    to the end; a directory link to ``/`` walked and read). Not cacheable: the render refuses."""
+    import sys
+
+    root = tmp_path / "checkout"
+    plain = root / "plain"
+    plain.mkdir(parents=True)
+    (plain / "cm.yaml").write_text(CM.format(name="a"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text(CM.format(name="outside"))
+    (plain / "link").symlink_to(outside)
+    for recurse in (False, True):
+        found = fingerprint.compute(
+            plain, root, _env({"recurse": str(recurse).lower()}), CmpSettings(), "directory", {}
+        )
+        assert found.digest is None and "outside" in found.why
+        assert found.files == 1  # cm.yaml only: nothing behind the link was read
+    (plain / "link").unlink()
+    (plain / "z.yaml").symlink_to("/dev/zero")
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from pathlib import Path\n"
+        "from cmp_plugin import fingerprint\n"
+        "from cmp_plugin.argo_env import AppEnv, parse_parameters\n"
+        "params, explicit = parse_parameters({})\n"
+        "from cmp_plugin.settings import CmpSettings\n"
+        f"found = fingerprint.compute(Path({str(plain)!r}), Path({str(root)!r}), AppEnv(params=params), CmpSettings(), "
+        "'directory', {})\n"
+        "print(found.digest, found.why)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("None ")
