@@ -43,9 +43,17 @@ FORMAT = "driftguard-render-fingerprint 1"
 NONDETERMINISTIC = (
     # helm: the cluster (helm pkg/engine/lookup_func.go)
     "lookup",
-    # sprig v3 (functions.go genericMap): time
+    # sprig v3 (functions.go genericMap): time. date.go dateInZone formats time.Now() for any
+    # argument that is not a time or a Go integer (a string, or a number from values: float64),
+    # and durationRound measures time.Since a time given to it
     "now",
     "ago",
+    "date",
+    "date_in_zone",
+    "dateInZone",
+    "htmlDate",
+    "htmlDateInZone",
+    "durationRound",
     # random strings, numbers, bytes, order, identifiers
     "randAlphaNum",
     "randAlpha",
@@ -72,8 +80,8 @@ NONDETERMINISTIC = (
 )
 """Template functions whose result is not a function of the render's inputs: never cached.
 
-``date``, ``dateInZone``, ``htmlDate``, ``dateModify`` and ``unixEpoch`` are only
-nondeterministic when given ``now`` (listed); ``derivePassword`` and the hashes are deterministic.
+``dateModify``, ``toDate`` and ``unixEpoch`` are only nondeterministic when given ``now`` (listed);
+``derivePassword`` and the hashes are deterministic.
 """
 
 # a function name as a word, not a field (``.Values.now``) or a variable (``$now``); alternation of

@@ -206,3 +206,29 @@ def test_a_symlink_out_of_the_checkout_is_not_read_by_the_fingerprint(tmp_path: 
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("None ")
+
+
+def test_date_functions_that_read_the_clock_are_not_cacheable(tmp_path: Path) -> None:
+    """sprig's ``date`` family formats ``time.Now()`` for an argument that is not a time (a string,
+    or a number from values, which helm reads as float64); ``durationRound`` of a time is
+    ``time.Since`` it. Measured with the real helm: two renders differ."""
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    (chart / "values.yaml").write_text("ts: 1700000000\n")
+    settings = CmpSettings(helm=HELM, cache_dir=tmp_path / "cache")
+    for call in (
+        'date "15:04:05.000000" .Values.ts',
+        'dateInZone "15:04:05.000000" "x" "UTC"',
+        'date_in_zone "15:04:05.000000" "x" "UTC"',
+        'htmlDateInZone "x" "UTC"',
+        "htmlDate .Values.ts",
+        'toDate "2006-01-02" "2020-01-01" | durationRound',
+    ):
+        (chart / "templates" / "cm.yaml").write_text(
+            CM.format(name="parent") + f"data:\n  v: {{{{ {call} | quote }}}}\n"
+        )
+        if "15:04" in call:  # a clock to the microsecond: two renders differ
+            assert _helm(chart) != _helm(chart)
+        found = fingerprint.compute(chart, root, _env(), settings, "helm", {})
+        name = "durationRound" if "durationRound" in call else call.split()[0]
+        assert found.digest is None and f"calls {name}," in found.why, (call, found)
