@@ -90,6 +90,27 @@ _CALLS_B = re.compile(
     rb"(?<![\w.$])(" + "|".join(sorted(NONDETERMINISTIC, key=len, reverse=True)).encode() + rb")(?!\w)"
 )
 _TPL_B = re.compile(rb"(?<![\w.$])tpl(?!\w)")
+# sprig's keys and values walk a Go map: their order differs from render to render (measured with
+# the real helm) unless sorted in the same action; a comment action calls nothing
+_MAP_ORDER_B = re.compile(rb"(?<![\w.$])(keys|values)(?!\w)")
+_ACTION_B = re.compile(rb"\{\{(.*?)\}\}", re.S)
+_SORTED_B = re.compile(rb"(?<![\w.$])sortAlpha(?!\w)")
+
+
+def _map_order(data: bytes) -> str:
+    """``keys`` or ``values`` when an action calls one without ``sortAlpha`` in that action, else ''."""
+    if not _MAP_ORDER_B.search(data):
+        return ""
+    for action in _ACTION_B.finditer(data):
+        body = action.group(1).lstrip(b"- \t\r\n")
+        if body.startswith(b"/*"):
+            continue
+        found = _MAP_ORDER_B.search(body)
+        if found and not _SORTED_B.search(body):
+            return found.group(1).decode()
+    return ""
+
+
 _SCHEMA_REF_B = re.compile(rb'"\$(?:ref|dynamicRef|recursiveRef)"[ \t\r\n]*+:[ \t\r\n]*+"(?!#)')
 
 # the revision changes on every commit and no render output depends on it (the shrink guard's
@@ -392,6 +413,8 @@ class _Walk:
             match = _CALLS_B.search(data)
             if match:
                 self.calls.append(f"{name} calls {match.group(1).decode()}")
+            elif order := _map_order(data):
+                self.calls.append(f"{name} calls {order} without sortAlpha (a map's order)")
             if not self.uses_tpl and _TPL_B.search(data):
                 self.uses_tpl = True
         else:
@@ -449,6 +472,9 @@ class _Walk:
             match = _CALLS_B.search(data)
             if match:
                 return f"{name} holds {match.group(1).decode()}, and a template renders it with tpl"
+            order = _map_order(data)
+            if order:
+                return f"{name} holds {order} without sortAlpha, and a template renders it with tpl"
         for value in env.params.values():
             match = _CALLS_B.search(repr(value).encode(errors="replace"))
             if match:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cmp_plugin import fingerprint
 from cmp_plugin.argo_env import AppEnv, parse_parameters
+from cmp_plugin.fingerprint import Fingerprint
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import InputError
 from tests.cmp_plugin.conftest import Generate
@@ -232,3 +233,26 @@ def test_date_functions_that_read_the_clock_are_not_cacheable(tmp_path: Path) ->
         found = fingerprint.compute(chart, root, _env(), settings, "helm", {})
         name = "durationRound" if "durationRound" in call else call.split()[0]
         assert found.digest is None and f"calls {name}," in found.why, (call, found)
+
+
+def test_keys_and_values_of_a_map_unsorted_are_not_cacheable(tmp_path: Path) -> None:
+    """sprig's ``keys`` / ``values`` range over a Go map: the order differs from render to render."""
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    (chart / "values.yaml").write_text("m: {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7}\n")
+    settings = CmpSettings(helm=HELM, cache_dir=tmp_path / "cache")
+
+    def with_data(line: str) -> Fingerprint:
+        (chart / "templates" / "cm.yaml").write_text(CM.format(name="parent") + f"data:\n  v: {line}\n")
+        return fingerprint.compute(chart, root, _env(), settings, "helm", {})
+
+    for line in ('{{ keys .Values.m | join "," | quote }}', "{{ values .Values.m | toJson | quote }}"):
+        found = with_data(line)
+        assert len({_helm(chart) for _ in range(8)}) > 1  # the real render's order varies
+        assert found.digest is None and "without sortAlpha" in found.why
+    for line in (
+        '{{ keys .Values.m | sortAlpha | join "," | quote }}',
+        '{{- /* keys and values of the map */ -}} "x"',
+        '{{ index .Values "m" | toJson | quote }}',
+    ):
+        assert with_data(line).digest is not None, line
