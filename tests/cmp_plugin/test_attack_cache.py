@@ -256,3 +256,32 @@ def test_keys_and_values_of_a_map_unsorted_are_not_cacheable(tmp_path: Path) -> 
         '{{ index .Values "m" | toJson | quote }}',
     ):
         assert with_data(line).digest is not None, line
+
+
+def test_a_stricter_platform_policy_is_a_new_fingerprint_or_a_refusal(tmp_path: Path) -> None:
+    """Held: the policy's defaults reach the fingerprint through the parameters (policy.apply runs
+    before the cache is asked), and a tenant value the policy now forbids is refused before it."""
+    import pytest
+
+    from cmp_plugin import policy
+    from driftguard.errors import GuardRefusal
+
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    path = tmp_path / "policy.yaml"
+    settings = CmpSettings(helm=HELM, cache_dir=tmp_path / "cache", policy_file=str(path))
+
+    def digest(params: dict[str, object] | None = None) -> str | None:
+        env = policy.apply(_env(params), settings)
+        return fingerprint.compute(chart, root, env, settings, "helm", {}).digest
+
+    path.write_text('projects:\n  - project: "*"\n    parameters:\n      max-prune-count: 50\n')
+    loose, tenant = digest(), digest({"max-prune-count": "40"})
+    path.write_text('projects:\n  - project: "*"\n    parameters:\n      max-prune-count: 5\n')
+    assert digest() != loose
+    path.write_text(
+        'projects:\n  - project: "*"\n    tenants-may-loosen: false\n    parameters:\n      max-prune-count: 5\n'
+    )
+    with pytest.raises(GuardRefusal):
+        digest({"max-prune-count": "40"})
+    assert tenant is not None
