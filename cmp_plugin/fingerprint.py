@@ -142,7 +142,7 @@ _ENV_PREFIXES = ("ARGOCD_", "PARAM_", "DRIFTGUARD_", "KUBE_VERSION", "KUBE_API_V
 MAX_ARCHIVE_DEPTH = 4
 """Subchart archives inside subchart archives scanned at most this deep (cmp_plugin/schema_refs.py)."""
 MAX_ARCHIVE_BYTES = 100 << 20
-"""Bytes one subchart archive may unpack to and still be scanned (helm's own default limit)."""
+"""Bytes the subchart archives of one render may unpack to in all and still be scanned."""
 
 MAX_ENTRIES = 200_000
 """Directory entries hashed for one render (confine.MAX_ENTRIES refuses more before this)."""
@@ -314,6 +314,8 @@ class _Walk:
         self.bytes = 0
         self.schema_ref = ""
         self.unreadable = ""
+        self.unpacked = 0
+        """Bytes unpacked from subchart archives so far (MAX_ARCHIVE_BYTES in all)."""
         """Why an archive's content could not be scanned: the render is not cacheable."""
         self.calls: list[str] = []
         self.uses_tpl = False
@@ -435,16 +437,16 @@ class _Walk:
                 self.unreadable or f"{name}: subchart archives nested more than {MAX_ARCHIVE_DEPTH} deep"
             )
             return
-        total = 0
         try:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
                 for member in tar:
                     if not member.isfile():
                         continue
-                    total += member.size
-                    if total > MAX_ARCHIVE_BYTES:
+                    self.unpacked += member.size  # all archives together: no bomb of many bombs
+                    if self.unpacked > MAX_ARCHIVE_BYTES:
                         self.unreadable = (
-                            self.unreadable or f"{name} holds more than {MAX_ARCHIVE_BYTES} bytes"
+                            self.unreadable
+                            or f"{name}: subchart archives unpack to more than {MAX_ARCHIVE_BYTES} bytes"
                         )
                         return
                     f = tar.extractfile(member)
