@@ -285,3 +285,19 @@ def test_a_stricter_platform_policy_is_a_new_fingerprint_or_a_refusal(tmp_path: 
     with pytest.raises(GuardRefusal):
         digest({"max-prune-count": "40"})
     assert tenant is not None
+
+
+def test_subchart_archives_unpack_within_one_budget(tmp_path: Path) -> None:
+    """Archives are scanned unpacked: many small ones that unpack large are not read without end."""
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    big = (fingerprint.MAX_ARCHIVE_BYTES // 2 + 1) * "\0"
+    for name in ("one", "two"):
+        members = _sub(CM.format(name=name)) | {"files/zeros.bin": big}
+        (chart / "charts" / f"{name}-0.1.0.tgz").write_bytes(_tgz(members, top=name))
+    found = fingerprint.compute(
+        chart, root, _env(), CmpSettings(helm=HELM, cache_dir=tmp_path / "cache"), "helm", {}
+    )
+    assert found.digest is None and "unpack to more than" in found.why
+    (chart / "charts" / "two-0.1.0.tgz").unlink()
+    assert _digest(chart, root, "helm") is not None
