@@ -400,7 +400,8 @@ class _Walk:
             return
         self.files += 1
         self.bytes += len(data)
-        self.h.update(b"file %d %d\0" % (len(name.encode()), len(data)) + name.encode() + b"\0")  # type: ignore[attr-defined]
+        raw = name.encode(errors="surrogateescape")  # git stores any bytes as a name
+        self.h.update(b"file %d %d\0" % (len(raw), len(data)) + raw + b"\0")  # type: ignore[attr-defined]
         self.h.update(data)  # type: ignore[attr-defined]
         if not self.templates:
             return

@@ -301,3 +301,17 @@ def test_subchart_archives_unpack_within_one_budget(tmp_path: Path) -> None:
     assert found.digest is None and "unpack to more than" in found.why
     (chart / "charts" / "two-0.1.0.tgz").unlink()
     assert _digest(chart, root, "helm") is not None
+
+
+def test_a_file_name_that_is_not_utf8_renders_with_the_cache_on(generate: Generate, repo: Path) -> None:
+    """Git stores any bytes as a name and helm loads such a file; the fingerprint hashed the name
+    as UTF-8 and crashed, so the render failed only because the cache was on."""
+    name = os.path.join(os.fsencode(repo / "charts" / "platform"), b"notes-\xff.txt")
+    with open(name, "wb") as f:
+        f.write(b"not a template\n")
+    off = generate("charts/platform", DRIFTGUARD_CMP_RENDER_CACHE_BYTES="0")
+    assert off.returncode == 0, off.stderr
+    for _ in range(2):  # a miss, then a hit
+        on = generate("charts/platform")
+        assert (on.returncode, on.stdout) == (0, off.stdout), on.stderr
+    assert list((repo.parent / "baseline-cache").glob("render-*.bin"))
