@@ -325,3 +325,51 @@ def test_a_file_name_that_is_not_utf8_renders_with_the_cache_on(generate: Genera
         on = generate("charts/platform")
         assert (on.returncode, on.stdout) == (0, off.stdout), on.stderr
     assert list((repo.parent / "baseline-cache").glob("render-*.bin"))
+
+
+def test_inputs_that_held(tmp_path: Path) -> None:
+    """Held in the attack, kept as a regression: each change below makes another fingerprint, and
+    the revision alone does not (no render reads it; the shrink guard's approval is re-checked)."""
+    root = tmp_path / "checkout"
+    chart = _parent_chart(root)
+    (chart / "files").mkdir()
+    (chart / "files" / "conf.txt").write_text("one\n")  # read with .Files.Get, outside templates/
+    (root / "targets").mkdir()
+    (root / "targets" / "a.yaml").write_text(CM.format(name="a"))
+    (root / "targets" / "b.yaml").write_text(CM.format(name="b"))
+    (chart / "templates" / "linked.yaml").symlink_to("../../targets/a.yaml")
+    settings = CmpSettings(helm=HELM, cache_dir=tmp_path / "cache")
+    base = {"app_name": "demo", "app_namespace": "apps", "revision": "a" * 40}
+
+    def digest(**fields: object) -> str | None:
+        params, explicit = parse_parameters({})
+        env = AppEnv(**{**base, **fields}, params=params, explicit=explicit)  # type: ignore[arg-type]
+        return fingerprint.compute(chart, root, env, settings, "helm", {}).digest
+
+    seen = {digest()}
+    assert digest(revision="b" * 40) in seen
+    for field, value in (
+        ("app_name", "other"),
+        ("app_namespace", "other"),
+        ("project", "other"),
+        ("repo_url", "https://git.example.com/other.git"),
+        ("kube_version", "1.30.0"),
+        ("api_versions", ("example.com/v1",)),
+    ):
+        found = digest(**{field: value})
+        assert found not in seen, field
+        seen.add(found)
+    for change in (
+        lambda: (chart / "files" / "conf.txt").write_text("two\n"),
+        lambda: (chart / ".helmignore").write_text("files/\n"),
+        lambda: (chart / "Chart.lock").write_text("dependencies: []\n"),
+        lambda: (
+            (chart / "templates" / "linked.yaml").unlink(),
+            (chart / "templates" / "linked.yaml").symlink_to("../../targets/b.yaml"),
+        ),
+        lambda: (root / "targets" / "b.yaml").write_text(CM.format(name="b2")),
+    ):
+        change()
+        found = digest()
+        assert found not in seen
+        seen.add(found)
