@@ -441,6 +441,9 @@ class _Walk:
         try:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
                 for member in tar:
+                    self.entries += 1  # members count as directory entries do (MAX_ENTRIES)
+                    if self.entries > MAX_ENTRIES:
+                        return
                     if not member.isfile():
                         continue
                     self.unpacked += member.size  # all archives together: no bomb of many bombs
