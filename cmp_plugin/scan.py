@@ -23,7 +23,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from driftguard.errors import LimitExceeded
+from driftguard.errors import LimitExceeded, ManifestError
 from driftguard.goyaml import go_plain_is_string
 from driftguard.manifests import (
     CLUSTER_SCOPED,
@@ -168,15 +168,27 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     # every pattern starts with "\n" (the engine then jumps from newline to newline), so prefix one:
     # a match at m.start() in ``nl`` is a line that starts at m.start() in ``text``
     nl = "\n" + text
+    ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     odd = {
         _doc_of(offsets, m.start())
         for rx in (_TABS, _ODD_TOP)
         if rx is not _TABS or "\t" in nl
         for m in rx.finditer(nl)
     }
-    odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
-    odd |= {i for i, (_, chunk) in enumerate(chunks) if _argo_reads(chunk, 0, len(chunk))}
-    ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
+    odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl, skip=(offsets, ends, odd))}
+    if "\n--- " in nl or "\n---\t" in nl:  # content on a "---" line: the parser reads it
+        odd |= {_doc_of(offsets, m.start()) for m in _MARKER_CONTENT.finditer(nl)}
+    if "\n..." in nl:  # a document-end marker: only comments and markers may follow it
+        ended: set[int] = set()
+        for m in _DOC_END.finditer(nl):
+            i = _doc_of(offsets, m.start())
+            if i not in ended:
+                ended.add(i)
+                if _AFTER_END.fullmatch(text, m.start(), ends[i]) is None:
+                    odd.add(i)
+    # what decides Argo CD's reading (hooks, Lists) is parsed, but a List's items may be scanned
+    listed = {i for i, (_, chunk) in enumerate(chunks) if "\nitems:" in chunk or chunk.startswith("items:")}
+    argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
     i = 0
@@ -226,8 +238,17 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
     docs: list[Doc] = []
     for i, (line, chunk) in enumerate(chunks):
-        if i in odd:
+        if i in argo:
             fast = None
+        elif i in listed:
+            items = None if i in odd else _list_items(text, tops[i], ends[i], limits=limits)
+            if items is not None:
+                src = sources.get(i, source)
+                docs += [d._replace(source=src, line=line) for d in items]
+                continue
+            fast = None
+        elif i in odd:
+            fast = _flow_identity(chunk)
         else:
             span = meta_ranges.get(i)
             if span is not None and _INDENT2.match(text, span[0], span[1]):
@@ -248,6 +269,11 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
     return docs
+
+
+def _hook_or_escape(chunk: str) -> bool:
+    """``_argo_reads`` but for ``items``: a hook annotation key, or an escape in a double-quoted scalar."""
+    return "/hook" in chunk or ("\\" in chunk and '"' in chunk)
 
 
 def _argo_reads(text: str, start: int, end: int) -> bool:
@@ -324,9 +350,17 @@ _EMPTY: Any = object()
 
 
 _TABS = re.compile(r"\n *\t")
-# a column-0 line that is neither blank, a comment, a document marker, nor `key:` / `key: value`
-# (a column-0 "- item" belongs to the key above it, as kubectl and helm print "rules:\n- ...")
-_ODD_TOP = _ODD_TOP_HELM
+# a column-0 line that is neither blank, a comment, a document marker (start or end), nor `key:` /
+# `key: value` (a column-0 "- item" belongs to the key above it, as kubectl and helm print
+# "rules:\n- ..."); what may follow a "..." line is checked apart (_AFTER_END)
+_ODD_TOP = re.compile(_ODD_TOP_HELM.pattern + r"(?!\.\.\.(?:[ \t]|\r?\n|\r?$))")
+# a "---" line with more than blanks and a comment on it ("--- {kind: ...}", "--- |"): only the
+# parser reads a document that starts on its marker's line
+_MARKER_CONTENT = re.compile(r"\n---[ \t]++(?=[^ \t\r\n#]|\r(?!\n|$))")
+# a document-end marker, and what may follow it up to the next "---": blank lines, comments and
+# more markers (anything else is an error for the parser: "did not find expected <document start>")
+_DOC_END = re.compile(r"\n\.\.\.(?=[ \t\r\n]|$)")
+_AFTER_END = re.compile(r"(?:(?:\.\.\.(?=[ \t\r\n]|\Z))?[ \t]*+(?:#[^\n]*+)?\r?+(?:\n|\Z))*+")
 # the rest of the line is taken whole and stripped in Python: a lazy value followed by optional
 # blanks backtracks quadratically over a long run of blanks (20 KB: 22 s)
 _TOP = re.compile(r"\n([A-Za-z0-9_.-]+):([^\n]*)")
@@ -454,13 +488,17 @@ _SQ = re.compile(r"'(?:[^'\n]|'')*+'")  # possessive: 'it''s' stays one scalar
 _AFTER = re.compile(r"[ \t]*(?:#.*)?\r?")
 
 
-def _multiline_flow_scalars(nl: str) -> list[int]:
+def _multiline_flow_scalars(
+    nl: str, *, skip: tuple[list[int], list[int], set[int]] | None = None
+) -> list[int]:
     """Offsets (in ``nl``) of lines starting a quoted scalar or flow collection that could mislead the scanner.
 
     One that ends on its line is harmless, and so is one whose every further line is indented
     deeper than the line it starts on (what helm and controller-gen print): the scanner only ever
     reads lines at the indentation of a block's own keys, and those lines are deeper than any key
-    of that block. Lines inside a block scalar (``key: |``) are text, not YAML: skipped.
+    of that block. Lines inside a block scalar (``key: |``) are text, not YAML: skipped. With
+    ``skip`` (each document's start and end offset in the stream, and the documents already left
+    to the parser), lines of those documents are not looked at.
     """
     found = []
     pos = 0
@@ -469,6 +507,11 @@ def _multiline_flow_scalars(nl: str) -> list[int]:
         start = m.start() + 1
         if start < pos:
             continue
+        if skip is not None:
+            i = bisect_right(skip[0], m.start()) - 1
+            if i in skip[2]:
+                pos = skip[1][i] + 1
+                continue
         end = nl.find("\n", start)
         end = len(nl) if end < 0 else end
         pos = end
@@ -511,12 +554,25 @@ def _quote_lines(nl: str) -> list[re.Match[str]]:
                 break
             at = nl.find(c, end)
     out = []
+    closed = _CLOSED_LINE.match
     for start in sorted(lines):
-        if start >= 0:
+        if start >= 0 and closed(nl, start) is None:
             m = _QUOTE_LINE.match(nl, start)
             if m is not None:
                 out.append(m)
     return out
+
+
+# a line whose one value is a flow collection (three levels deep at most, no quotes nor comments in
+# it) or a quoted scalar without escapes, closed on the line and nothing after it: ``_unclosed``
+# finds nothing there, so it is not asked (``labels: {app: web}``, ``ports: [{port: 80}]``)
+_F0 = r"[^{}\[\]\n\"'#]"
+_F1 = rf"\{{{_F0}*+\}}|\[{_F0}*+\]"
+_F2 = rf"\{{(?:{_F0}|{_F1})*+\}}|\[(?:{_F0}|{_F1})*+\]"
+_F3 = rf"\{{(?:{_F0}|{_F2})*+\}}|\[(?:{_F0}|{_F2})*+\]"
+_CLOSED_LINE = re.compile(
+    rf"\n *+(?:- ++)*+(?:[A-Za-z0-9_./-]++:[ \t]++)?(?:{_F3}|\"[^\"\\\n]*+\"|'[^'\n]*+')[ \t]*+\r?+(?=\n|$)"
+)
 
 
 _SHALLOW: dict[int, re.Pattern[str]] = {}
@@ -758,3 +814,153 @@ def _block_keys(
         # offsets in text: block[i] is text[start + i - 1]
         found[key] = (rest.strip(" \t\r"), start + m.end(), start + own_end - 1)
     return found
+
+
+# --- documents in flow style or JSON ------------------------------------------------------------
+# the document's marker line and the comment or blank lines before its "{"
+_FLOW_HEAD = re.compile(r"(?:---[ \t]*+(?:#[^\n]*+)?\r?\n)?(?:[ \t]*+(?:#[^\n]*+)?\r?\n)*+[ \t]*+(?=\{)")
+# a quoted scalar where a flow token starts (after "{", "[" or "," and blanks, or ": "); a quote
+# anywhere else is inside a plain scalar, or the start of one the parser must read
+_FLOW_SQ = re.compile(r"((?:[{\[,]|:(?=[ \r\n]))[ \r\n]*+)'([^'\"\\\n]*+)'")
+_FLOW_DQ = re.compile(r"((?:[{\[,]|:(?=[ \r\n]))[ \r\n]*+)(\"[^\"\\\n]*+\")")
+# outside quoted scalars: what only the parser reads (comments, anchors, aliases, tags, complex
+# keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars)
+_FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"]")
+# a plain scalar in a flow collection: words joined by blanks, or by ":" not followed by a blank or
+# a flow indicator (registry.example.com/app:1.0); it ends at a flow indicator, ": " or a line end
+_FLOW_PLAIN = re.compile(r"([^\s{}\[\],:](?:[^\s{}\[\],:]|:(?=[^\s{}\[\],])|[ ]++(?=[^\s{}\[\],:]))*+)")
+_QUOTED_MARK = "\x01"
+
+
+def _flow_identity(chunk: str) -> Any:
+    """(apiVersion, kind, name, namespace, named) of a document that is one flow mapping (JSON
+    included); None when only the parser can say (or it is no such document).
+
+    JSON is read by ``json.loads``. Other flow YAML becomes JSON first: each plain scalar quoted,
+    each quoted scalar kept (single quotes turned double) with a mark; a plain value of an
+    identity field must then be a string for go-yaml (``_scalar``). Anything else (comments,
+    anchors, tags, escapes, multi-line scalars, ``items``, a CRD) is the parser's.
+    """
+    head = _FLOW_HEAD.match(chunk)
+    if head is None:
+        return None
+    import json
+
+    body = chunk[head.end() :]
+    end = _DOC_END.search(body)
+    if end is not None:
+        if _AFTER_END.fullmatch(body, end.start() + 1) is None:
+            return None
+        body = body[: end.start() + 1]
+    try:
+        obj = json.loads(body)
+        plain = False
+    except ValueError:
+        if "'" in body:
+            body = _FLOW_SQ.sub('\\1"\\2"', body)
+        pieces = _FLOW_DQ.split(body)  # [outside, prefix, "quoted", outside, ...]
+        outside = pieces[0::3]
+        if _FLOW_UNSURE.search("".join(outside)):
+            return None
+        # every plain scalar quoted ("a": split, joined by quotes), every quoted one marked
+        pieces[0::3] = ['"'.join(_FLOW_PLAIN.split(p)) for p in outside]
+        pieces[2::3] = ['"' + _QUOTED_MARK + q[1:] for q in pieces[2::3]]
+        try:
+            obj = json.loads("".join(pieces), strict=False)
+        except ValueError:
+            return None
+        plain = True
+    except RecursionError:
+        return None
+    if type(obj) is not dict:
+        return None
+    top = _flow_keys(obj, plain)
+    if top is None or "items" in top:
+        return None
+    meta = _flow_keys(top.get("metadata"), plain)
+    if meta is None:
+        return None
+    found = []
+    for value in (top.get("apiVersion"), top.get("kind"), meta.get("name"), meta.get("generateName")):
+        if value is not None:
+            value = _flow_string(value, plain)
+            if value is None:
+                return None
+        found.append(value)
+    api, kind, name, generate = found
+    namespace = meta.get("namespace")
+    if namespace is not None:
+        namespace = _flow_string(namespace, plain)
+        if namespace is None:
+            return None
+    if not api or not kind or not (name or generate) or kind == "CustomResourceDefinition":
+        return None  # an error for the parser to word, or a CRD whose scope it reads
+    return api, kind, name or generate, namespace or "", bool(name)
+
+
+def _flow_keys(obj: Any, plain: bool) -> dict[str, Any] | None:
+    """A mapping with its keys as YAML spells them (marks removed); None when two keys are one."""
+    if type(obj) is not dict:
+        return None
+    if not plain:
+        return obj
+    out = {k[1:] if k[:1] == _QUOTED_MARK else k: v for k, v in obj.items()}
+    return out if len(out) == len(obj) else None
+
+
+def _flow_string(value: Any, plain: bool) -> str | None:
+    """The string an identity field holds; None when it is no string (or only the parser can say)."""
+    if type(value) is not str:
+        return None
+    if not plain:
+        return value
+    if value[:1] == _QUOTED_MARK:
+        return value[1:]
+    return value if _scalar(value) == value else None
+
+
+# --- the items of a List, scanned as documents of their own -------------------------------------
+_ITEMS_END = re.compile(r"\n(?=[^ \r\n#-]|-[^ \t\r\n])")
+_FIRST_ITEM = re.compile(r"\n( *+)(?=[^ \r\n#])")
+_ITEM_RX: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits: Limits) -> list[Doc] | None:
+    """The items of a document whose ``items`` is a block sequence of block mappings (a List).
+
+    Argo CD keeps the items, not the List (driftguard/manifests.py ``_flatten``). The sequence's
+    items, each moved left by its own indentation, are scanned as a stream of documents of their
+    own; None (parse the whole document) when any line is less indented than an item's keys, an
+    item is no plain mapping (``-`` alone, a comment or a nested item on its first line), a moved
+    line would read as a document marker, or any item needs the parser (hooks, nested items).
+    """
+    found = top.get("items")
+    if found is None or (found[0] and not found[0].startswith("#")):
+        return None  # "items: []", flow items, an anchor: the parser reads them
+    start = found[1]
+    stop = _ITEMS_END.search(text, start, end)
+    region = text[start : stop.start() if stop else end]
+    first = _FIRST_ITEM.search(region)
+    if first is None:
+        return None
+    k = len(first.group(1))
+    rx = _ITEM_RX.get(k)
+    if rx is None:
+        rx = _ITEM_RX[k] = (
+            re.compile(rf"\n {{{k}}}- (?=[^ \t\r\n#])"),
+            re.compile(rf"\n(?! {{{k}}}- (?=[^ \t\r\n#]))(?= {{0,{k + 1}}}[^ \r\n])"),
+            re.compile(rf"\n {{{k + 2}}}(?:---|\.\.\.)(?=[ \t\r\n]|$)"),
+        )
+    item, bad, marker = rx
+    if bad.search(region) or marker.search(region):
+        return None
+    count = len(item.findall(region))
+    moved = item.sub("\n---\n", region)
+    moved = moved.replace("\n" + " " * (k + 2), "\n")
+    try:
+        docs = _scan_general(moved[1:], source="", limits=limits)
+    except ManifestError:  # the parser words it for the whole document
+        return None
+    if len(docs) != count or any(d.obj is not None for d in docs):
+        return None
+    return docs

@@ -300,7 +300,26 @@ _TOKENS = [
 _STRUCTURED = st.tuples(
     st.sampled_from(["", "  ", "    ", "- ", "  - - "]),
     st.sampled_from(["", "key: ", "a:b: ", "'q': ", "k:"]),
-    st.sampled_from(["|", ">", "|-", ">+2", "|9", "", '"', "'", "{", "[", "&a ", "!t "]),
+    st.sampled_from(
+        [
+            "|",
+            ">",
+            "|-",
+            ">+2",
+            "|9",
+            "",
+            '"',
+            "'",
+            "{",
+            "[",
+            "&a ",
+            "!t ",
+            "{a: [b, {c: d}]}",
+            "[x]",
+            '"q"',
+            "'q'",
+        ]
+    ),
     st.sampled_from(["", " ", "\t", "x"]),
     st.sampled_from(["", "#", " # a|b", " #>", ' # "x" [', "'\"{"]),
     st.sampled_from(["", "\r"]),
@@ -311,10 +330,23 @@ _LINES = st.lists(st.one_of(_STRUCTURED, _SOUP), max_size=12).map("\n".join)
 
 @given(_LINES)
 def test_the_quote_line_finder_finds_what_the_pattern_finds(text: str) -> None:
-    """``_quote_lines`` tries only lines with a quote character: the same matches as finditer."""
+    """``_quote_lines`` tries only lines with a quote character and skips lines closed on
+    themselves: the same matches as finditer, less those lines."""
     nl = "\n" + text
-    expect = [(m.start(), m.end()) for m in scan._QUOTE_LINE.finditer(nl)]
+    expect = [
+        (m.start(), m.end())
+        for m in scan._QUOTE_LINE.finditer(nl)
+        if scan._CLOSED_LINE.match(nl, m.start()) is None
+    ]
     assert [(m.start(), m.end()) for m in scan._quote_lines(nl)] == expect
+
+
+@given(_LINES)
+def test_a_line_skipped_as_closed_is_one_the_full_check_finds_closed(text: str) -> None:
+    """What ``_CLOSED_LINE`` lets ``_quote_lines`` skip, ``_unclosed`` would have passed too."""
+    nl = "\n" + text
+    for m in scan._CLOSED_LINE.finditer(nl):
+        assert scan._unclosed(nl[m.start() + 1 : m.end()]) == -1, nl[m.start() : m.end()]
 
 
 @given(_LINES)
