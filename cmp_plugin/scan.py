@@ -98,11 +98,16 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
 
 # helm's layout of a document's start. Each value is a plain word that YAML reads as a string: it
 # starts with a letter or "_" (so it is no number) and is none of YAML 1.1's boolean/null words.
-_WORD = r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\n)([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\n"
+# Line ends may be CRLF. The marker line may carry a comment, and comment or blank lines may come
+# before apiVersion (a "# Source:" among them, not first, fails the Source count below).
+_WORD = (
+    r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?\n)([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\r?\n"
+)
 _HELM_HEAD = re.compile(
-    r"\n---[ \t]*\n"
+    r"\n---(?:[ \t]+#[^\n]*+)?[ \t]*\r?\n"
     r"(?:# Source: ([^\n]*)\n)?"
-    r"apiVersion: " + _WORD + r"kind: " + _WORD + r"metadata:[ \t]*\n"
+    r"(?:#[^\n]*+\n|[ \t]*+\r?\n)*+"
+    r"apiVersion: " + _WORD + r"kind: " + _WORD + r"metadata:[ \t]*\r?\n"
     r"  name: " + _WORD + r"(?:  namespace: " + _WORD + r")?"
 )
 _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
@@ -112,6 +117,8 @@ _ODD_TOP_HELM = re.compile(
     r"\n(?=[^ \r\n#])(?!---(?:[ \t\r\n]|$))(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$))"
 )
 _IDENTITY_CHILD2 = re.compile(r"\n  (?:name|namespace|generateName):")
+# ... and a "..." document-end marker is fine too (what follows it is checked apart)
+_ODD_TOP_HELM_END = re.compile(_ODD_TOP_HELM.pattern + r"(?!\.\.\.(?:[ \t]|\r?\n|\r?$))")
 
 
 def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
@@ -123,8 +130,14 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
     n = len(heads)
     if n == 0 or n > limits.max_documents or heads[0].start() != 0:
         return None
-    if len(DOC_START.findall(nl)) != n or ("\t" in nl and _TABS.search(nl)) or _ODD_TOP_HELM.search(nl):
+    if len(DOC_START.findall(nl)) != n or ("\t" in nl and _TABS.search(nl)) or _ODD_TOP_HELM_END.search(nl):
         return None  # a document not in helm's layout, tab indentation, or an odd column-0 line
+    if "\n..." in nl:  # document-end markers: only comments and more markers up to the next "---"
+        starts = [m.start() for m in heads]
+        for m in _DOC_END.finditer(nl):
+            i = bisect_right(starts, m.start())
+            if _AFTER_END.fullmatch(text, m.start(), starts[i] if i < n else len(text)) is None:
+                return None
     if len(_IDENTITY_TOP.findall(nl)) != 3 * n:
         return None  # some document repeats apiVersion, kind or metadata (or hides one in a scalar)
     namespaces = sum(1 for m in heads if m.group(5) is not None)
@@ -141,7 +154,7 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         line += count("\n", prev, at)
         prev = at
         src, api, kind, name, namespace = m.groups()
-        src = src.strip(" \t") if src is not None else None
+        src = src.strip(" \t\r") if src is not None else None
         end = heads[i + 1].start() if i + 1 < n else len(text)
         if kind.endswith("List") or kind == "CustomResourceDefinition" or _argo_reads(text, at, end):
             # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
@@ -353,7 +366,7 @@ _TABS = re.compile(r"\n *\t")
 # a column-0 line that is neither blank, a comment, a document marker (start or end), nor `key:` /
 # `key: value` (a column-0 "- item" belongs to the key above it, as kubectl and helm print
 # "rules:\n- ..."); what may follow a "..." line is checked apart (_AFTER_END)
-_ODD_TOP = re.compile(_ODD_TOP_HELM.pattern + r"(?!\.\.\.(?:[ \t]|\r?\n|\r?$))")
+_ODD_TOP = _ODD_TOP_HELM_END
 # a "---" line with more than blanks and a comment on it ("--- {kind: ...}", "--- |"): only the
 # parser reads a document that starts on its marker's line
 _MARKER_CONTENT = re.compile(r"\n---[ \t]++(?=[^ \t\r\n#]|\r(?!\n|$))")

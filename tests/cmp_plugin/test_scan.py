@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cmp_plugin import scan
@@ -185,8 +185,22 @@ PERTURBATIONS = [
 ]
 
 
-def helm_doc(name: str, namespace: str | None, source: bool, late_namespace: bool, extra: str) -> str:
-    head = "---\n" + ("# Source: chart/templates/t.yaml\n" if source else "")
+MARKERS = ["---\n", "---\n", "--- # a note\n", "---  \n"]
+LEADS = ["", "", "# a comment\n\n", "# first\n# Source: not-first.yaml\n"]
+ENDS = ["", "", "...\n", "... # end\n# after it\n", "...\nkind: AfterTheEnd\n"]
+
+
+def helm_doc(
+    name: str,
+    namespace: str | None,
+    source: bool,
+    late_namespace: bool,
+    extra: str,
+    marker: str = "---\n",
+    lead: str = "",
+    end: str = "",
+) -> str:
+    head = marker + ("# Source: chart/templates/t.yaml\n" if source else "") + lead
     meta = f"metadata:\n  name: {name}\n"
     if namespace is not None:
         meta += (
@@ -194,7 +208,7 @@ def helm_doc(name: str, namespace: str | None, source: bool, late_namespace: boo
             if late_namespace
             else f"  namespace: {namespace}\n"
         )
-    return head + "apiVersion: v1\nkind: ConfigMap\n" + meta + extra
+    return head + "apiVersion: v1\nkind: ConfigMap\n" + meta + extra + end
 
 
 @settings(max_examples=300, deadline=None)
@@ -206,13 +220,21 @@ def helm_doc(name: str, namespace: str | None, source: bool, late_namespace: boo
             st.booleans(),
             st.booleans(),
             st.sampled_from(PERTURBATIONS),
+            st.sampled_from(MARKERS),
+            st.sampled_from(LEADS),
+            st.sampled_from(ENDS),
         ),
         min_size=1,
         max_size=5,
-    )
+    ),
+    st.booleans(),
 )
-def test_the_helm_tier_never_disagrees_with_the_parser(items: list[tuple[str, Any, bool, bool, str]]) -> None:
+@example([("a", "null", True, False, "", "--- # a note\n", "# a comment\n\n", "...\n")], True)  # CRLF: null
+@example([("a", "b", True, False, "", "---\n", "# first\n# Source: not-first.yaml\n", "")], False)
+def test_the_helm_tier_never_disagrees_with_the_parser(items: list[tuple[Any, ...]], crlf: bool) -> None:
     text = "".join(helm_doc(*item) for item in items)
+    if crlf:
+        text = text.replace("\n", "\r\n")
     try:
         expected = full(text)
     except Exception:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.scan import _parsed, keys_of, scan_stream
+from cmp_plugin.scan import _parsed, _scan_general, _scan_helm, keys_of, scan_stream
 from cmp_plugin.target import target
 from driftguard.errors import ManifestError
 from driftguard.manifests import DEFAULT_LIMITS, cluster_scoped_kinds, load_stream, resource_key
@@ -378,6 +378,12 @@ def test_any_stream_layout_is_read_as_the_full_parser_reads_it(
     assert [(d.api_version, d.kind, d.name, d.namespace, d.named) for d in got] == [
         (d.api_version, d.kind, d.name, d.namespace, d.named) for d in expected
     ]
+    for tier in (_scan_helm, _scan_general):  # each tier on its own, where it answers
+        alone = tier(text, source="<render>", limits=DEFAULT_LIMITS)
+        if alone is not None:
+            assert [(d.api_version, d.kind, d.name, d.namespace) for d in alone] == [
+                (d.api_version, d.kind, d.name, d.namespace) for d in expected
+            ]
     want, have = target(expected, destination_namespace="apps"), target(got, destination_namespace="apps")
     assert (have.keys, have.kept, have.left_out) == (want.keys, want.kept, want.left_out)
 
