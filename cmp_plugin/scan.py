@@ -200,8 +200,14 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
                 if _AFTER_END.fullmatch(text, m.start(), ends[i]) is None:
                     odd.add(i)
     # what decides Argo CD's reading (hooks, Lists) is parsed, but a List's items may be scanned
-    listed = {i for i, (_, chunk) in enumerate(chunks) if "\nitems:" in chunk or chunk.startswith("items:")}
-    argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
+    listed: set[int] = set()
+    if "\nitems:" in nl:
+        listed = {
+            i for i, (_, chunk) in enumerate(chunks) if "\nitems:" in chunk or chunk.startswith("items:")
+        }
+    argo: set[int] = set()
+    if _hook_or_escape(nl):
+        argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
     i = 0
@@ -516,15 +522,19 @@ def _multiline_flow_scalars(
     found = []
     pos = 0
     blocks: list[tuple[int, int]] | None = None
-    for m in _quote_lines(nl):
+    spans = None
+    if skip is not None and skip[2]:  # the documents not left to the parser, as runs of lines
+        spans = []
+        for i, (lo, hi) in enumerate(zip(skip[0], skip[1], strict=True)):
+            if i not in skip[2]:
+                if spans and spans[-1][1] == lo:
+                    spans[-1] = (spans[-1][0], hi)
+                else:
+                    spans.append((lo, hi))
+    for m in _quote_lines(nl, spans):
         start = m.start() + 1
         if start < pos:
             continue
-        if skip is not None:
-            i = bisect_right(skip[0], m.start()) - 1
-            if i in skip[2]:
-                pos = skip[1][i] + 1
-                continue
         end = nl.find("\n", start)
         end = len(nl) if end < 0 else end
         pos = end
@@ -549,23 +559,25 @@ def _multiline_flow_scalars(
 _QUOTE_CHARS = "\"'{[&!"
 
 
-def _quote_lines(nl: str) -> list[re.Match[str]]:
+def _quote_lines(nl: str, spans: list[tuple[int, int]] | None = None) -> list[re.Match[str]]:
     """``_QUOTE_LINE.finditer(nl)``, faster: only lines holding one of its characters are tried.
 
     A match never leaves its line and ends on the first such character, so trying each line that
     holds one (found by ``str.find``, ~100x faster than the engine's scan of every line of a
-    megabyte CRD) gives the same matches in the same order.
+    megabyte CRD) gives the same matches in the same order. With ``spans`` ([start, end) offsets
+    of whole lines in ``nl``), only lines inside them are looked at.
     """
     lines = set()
-    for c in _QUOTE_CHARS:
-        at = nl.find(c)
-        while at >= 0:
-            start = nl.rfind("\n", 0, at)
-            lines.add(start)
-            end = nl.find("\n", at)
-            if end < 0:
-                break
-            at = nl.find(c, end)
+    for lo, hi in spans if spans is not None else ((0, len(nl)),):
+        for c in _QUOTE_CHARS:
+            at = nl.find(c, lo, hi)
+            while at >= 0:
+                start = nl.rfind("\n", 0, at)
+                lines.add(start)
+                end = nl.find("\n", at, hi)
+                if end < 0:
+                    break
+                at = nl.find(c, end, hi)
     out = []
     closed = _CLOSED_LINE.match
     for start in sorted(lines):
@@ -866,6 +878,8 @@ def _flow_identity(chunk: str) -> Any:
             return None
         body = body[: end.start() + 1]
     try:
+        if body[1:].lstrip(" \t\r\n")[:1] not in ('"', "}"):
+            raise ValueError("no JSON")  # a plain key first: flow YAML, not JSON
         obj = json.loads(body)
         plain = False
     except ValueError:
