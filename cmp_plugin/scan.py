@@ -522,7 +522,7 @@ def _multiline_flow_scalars(
     found = []
     pos = 0
     blocks: list[tuple[int, int]] | None = None
-    spans = None
+    spans: list[tuple[int, int]] | None = None
     if skip is not None and skip[2]:  # the documents not left to the parser, as runs of lines
         spans = []
         for i, (lo, hi) in enumerate(zip(skip[0], skip[1], strict=True)):
@@ -846,14 +846,15 @@ def _block_keys(
 _FLOW_HEAD = re.compile(r"(?:---[ \t]*+(?:#[^\n]*+)?\r?\n)?(?:[ \t]*+(?:#[^\n]*+)?\r?\n)*+[ \t]*+(?=\{)")
 # a quoted scalar where a flow token starts (after "{", "[" or "," and blanks, or ": "); a quote
 # anywhere else is inside a plain scalar, or the start of one the parser must read
-_FLOW_SQ = re.compile(r"((?:[{\[,]|:(?=[ \r\n]))[ \r\n]*+)'([^'\"\\\n]*+)'")
-_FLOW_DQ = re.compile(r"((?:[{\[,]|:(?=[ \r\n]))[ \r\n]*+)(\"[^\"\\\n]*+\")")
+_FLOW_QUOTED = re.compile(r"((?:[{\[,]|:(?=[ \r\n]))[ \r\n]*+)(?:\"([^\"\\\n]*+)\"|'([^'\"\\\n]*+)')")
+_JSON: Any = None
+_JSON_LAX: Any = None
 # outside quoted scalars: what only the parser reads (comments, anchors, aliases, tags, complex
 # keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars)
 _FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"]")
 # a plain scalar in a flow collection: words joined by blanks, or by ":" not followed by a blank or
 # a flow indicator (registry.example.com/app:1.0); it ends at a flow indicator, ": " or a line end
-_FLOW_PLAIN = re.compile(r"([^\s{}\[\],:](?:[^\s{}\[\],:]|:(?=[^\s{}\[\],])|[ ]++(?=[^\s{}\[\],:]))*+)")
+_FLOW_PLAIN = re.compile(r"([^\s{}\[\],:](?:[^\s{}\[\],:]++|:(?=[^\s{}\[\],])|[ ]++(?=[^\s{}\[\],:]))*+)")
 _QUOTED_MARK = "\x01"
 
 
@@ -877,23 +878,33 @@ def _flow_identity(chunk: str) -> Any:
         if _AFTER_END.fullmatch(body, end.start() + 1) is None:
             return None
         body = body[: end.start() + 1]
+    global _JSON, _JSON_LAX
+    if _JSON is None or _JSON_LAX is None:
+        _JSON, _JSON_LAX = json.JSONDecoder(), json.JSONDecoder(strict=False)
     try:
         if body[1:].lstrip(" \t\r\n")[:1] not in ('"', "}"):
             raise ValueError("no JSON")  # a plain key first: flow YAML, not JSON
-        obj = json.loads(body)
+        obj = _JSON.decode(body)
         plain = False
     except ValueError:
-        if "'" in body:
-            body = _FLOW_SQ.sub('\\1"\\2"', body)
-        pieces = _FLOW_DQ.split(body)  # [outside, prefix, "quoted", outside, ...]
-        outside = pieces[0::3]
+        if "'" in body or '"' in body:
+            # [outside, prefix, "double", 'single', outside, ...]: every quoted scalar marked
+            pieces = _FLOW_QUOTED.split(body)
+            outside = pieces[0::4]
+            quoted = [
+                f'{pre}"{_QUOTED_MARK}{dq if dq is not None else sq}"'
+                for pre, dq, sq in zip(pieces[1::4], pieces[2::4], pieces[3::4], strict=True)
+            ]
+        else:
+            outside, quoted = [body], []
         if _FLOW_UNSURE.search("".join(outside)):
             return None
-        # every plain scalar quoted ("a": split, joined by quotes), every quoted one marked
-        pieces[0::3] = ['"'.join(_FLOW_PLAIN.split(p)) for p in outside]
-        pieces[2::3] = ['"' + _QUOTED_MARK + q[1:] for q in pieces[2::3]]
+        # every plain scalar quoted (split out, joined by quotes)
+        parts = ['"'.join(_FLOW_PLAIN.split(p)) for p in outside]
+        for i, q in enumerate(quoted):
+            parts.insert(2 * i + 1, q)
         try:
-            obj = json.loads("".join(pieces), strict=False)
+            obj = _JSON_LAX.decode("".join(parts))
         except ValueError:
             return None
         plain = True
