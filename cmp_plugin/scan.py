@@ -231,23 +231,34 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if key == "metadata":
             meta_ranges[i] = (m.end(), ends[i])
             open_meta = i
-    # the common layout: metadata's children two spaces in; read them for every document at once
+    # the common layouts: metadata's children n spaces in, n the same for many documents (2, 4);
+    # read them for every document of each n at once
+    indent: dict[int, int] = {}
+    for i, (lo, hi) in meta_ranges.items():
+        first = _META_INDENT.match(text, lo, hi)
+        if first is not None:
+            indent[i] = first.end() - lo - 1
     children: dict[int, dict[str, str]] = {}
-    for rx, record in ((_CHILD2, True), (_ODD2, False)):
+    passes = [
+        (rx, rec, n)
+        for n in sorted(set(indent.values()))
+        for rx, rec in zip(_children(n), (True, False), strict=True)
+    ]
+    for rx, record, n in passes:
         i = 0
         for m in rx.finditer(nl):
             at = m.start()
             while i < last and offsets[i + 1] <= at:
                 i += 1
             span = meta_ranges.get(i)
-            if span is None or not span[0] <= at < span[1]:
+            if span is None or not span[0] <= at < span[1] or indent.get(i) != n:
                 continue
             if not record:
                 odd.add(i)
                 continue
             rest = m.group(2)
             if rest and rest[0] not in " \t\r":
-                continue  # "name:value" is no key line (_ODD2 has marked it)
+                continue  # "name:value" is no key line (the odd-line pass has marked it)
             found = children.setdefault(i, {})
             if m.group(1) in found:
                 odd.add(i)
@@ -269,8 +280,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         elif i in odd:
             fast = _flow_identity(chunk)
         else:
-            span = meta_ranges.get(i)
-            if span is not None and _INDENT2.match(text, span[0], span[1]):
+            if i in indent:
                 fast = _identity2(tops[i], children.get(i, {}))
             else:
                 fast = _identity(text, tops[i], ends[i])
@@ -406,16 +416,32 @@ def _patterns(n: int) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]
     return found
 
 
-_CHILD2 = re.compile(r"\n  (name|namespace|generateName):([^\n]*)")
-# inside metadata: a line at indent 1, or at indent 2 that is not `key:`: the parser decides
-_ODD2 = re.compile(
-    r"\n(?: (?=[^ \r\n#])|  (?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$)))"
-)
-_INDENT2 = re.compile(r"  [^ \r\n#]")
+# metadata's first line: its children's indentation
+_META_INDENT = re.compile(r" +[^ \r\n#]")
+_CHILDREN: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _children(n: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(identity keys n spaces in, odd lines) for metadata whose children are n spaces in: a line
+    less indented, or one at n that is not ``key:`` nor ``- item``, and the parser decides."""
+    found = _CHILDREN.get(n)
+    if found is None:
+        found = _CHILDREN[n] = (
+            re.compile(rf"\n {{{n}}}(name|namespace|generateName):([^\n]*)"),
+            re.compile(
+                rf"\n(?: {{1,{n - 1}}}(?=[^ \r\n#])| {{{n}}}(?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))"
+                r"(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$)))"
+            )
+            if n > 1
+            else re.compile(
+                r"\n (?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$))"
+            ),
+        )
+    return found
 
 
 def _identity2(top: dict[str, tuple[str, int]], meta: dict[str, str]) -> Any:
-    """The identity when metadata's children sit two spaces in (read by the stream-wide passes)."""
+    """The identity when metadata's children were read by the stream-wide passes (``_children``)."""
     head = _api_kind(top["metadata"], top)
     return None if head is None else _with_meta(*head, meta.items())
 
