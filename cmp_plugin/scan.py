@@ -1022,7 +1022,8 @@ def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits:
     moved = item.sub("\n---\n", region)
     moved = moved.replace("\n" + " " * (k + 2), "\n")
     try:
-        docs = _scan_general(moved[1:], source="", limits=limits)
+        items = moved[1:]
+        docs = _scan_helm(items, source="", limits=limits) or _scan_general(items, source="", limits=limits)
     except ManifestError:  # the parser words it for the whole document
         return None
     if len(docs) != count or any(d.obj is not None for d in docs):
