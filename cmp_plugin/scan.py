@@ -103,12 +103,21 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
 _WORD = (
     r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?\n)([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\r?\n"
 )
+# the head's last word leaves its line's newline to the next document's "\n---" (a document that
+# ends with its name line)
+_WORD_LAST = (
+    r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?(?:\n|\Z))"
+    r"([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\r?(?=\n|\Z)"
+)
 _HELM_HEAD = re.compile(
     r"\n---(?:[ \t]+#[^\n]*+)?[ \t]*\r?\n"
     r"(?:# Source: ([^\n]*)\n)?"
     r"(?:#[^\n]*+\n|[ \t]*+\r?\n)*+"
     r"apiVersion: " + _WORD + r"kind: " + _WORD + r"metadata:[ \t]*\r?\n"
-    r"  name: " + _WORD + r"(?:  namespace: " + _WORD + r")?"
+    # other children of metadata before its name (kustomize's order: annotations, labels, name),
+    # each a key line two spaces in and its lines three or more in; name/namespace lines are counted
+    r"(?:  (?!name:|namespace:|generateName:)[A-Za-z0-9_./-]+:[^\n]*+\n(?: {3,}[^\n]*+\n|[ \t]*+\r?\n)*+)*+"
+    r"  name: " + _WORD_LAST + r"(?:\n  namespace: " + _WORD_LAST + r")?"
 )
 _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
 # like _ODD_TOP, but a column-0 sequence item ("rules:\n- apiGroups: ...") is fine here: it belongs
@@ -122,9 +131,16 @@ _ODD_TOP_HELM_END = re.compile(_ODD_TOP_HELM.pattern + r"(?!\.\.\.(?:[ \t]|\r?\n
 
 
 def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
-    """Tier 1: every document in helm's layout, proved by whole-stream counts; None when unsure."""
+    """Tier 1: every document in helm's layout, proved by whole-stream counts; None when unsure.
+
+    A stream whose first document has no "---" (kustomize's, kubectl's) is read with one put
+    before it, each line number then one less (the first document's stays 1, as the parser's).
+    """
     if not text.startswith("---"):
-        return None
+        if text.startswith("%"):
+            return None  # a directive: "---" may not go before it
+        docs = _scan_helm("---\n" + text, source=source, limits=limits)
+        return None if docs is None else [d._replace(line=max(1, d.line - 1)) for d in docs]
     nl = "\n" + text
     heads = list(_HELM_HEAD.finditer(nl))
     n = len(heads)

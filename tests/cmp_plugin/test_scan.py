@@ -188,6 +188,14 @@ PERTURBATIONS = [
 MARKERS = ["---\n", "---\n", "--- # a note\n", "---  \n"]
 LEADS = ["", "", "# a comment\n\n", "# first\n# Source: not-first.yaml\n"]
 ENDS = ["", "", "...\n", "... # end\n# after it\n", "...\nkind: AfterTheEnd\n"]
+BEFORE_NAME = [  # metadata's children before its name (kustomize's order), some hiding a name line
+    "",
+    "",
+    "  labels:\n    a: b\n",
+    "  annotations:\n    note: |\n      name: inside\n\n  labels: {a: b}\n",
+    '  annotations:\n    a: "multi\n  name: fake"\n',
+    "  annotations:\n    a: 'multi\n  namespace: fake'\n",
+]
 
 
 def helm_doc(
@@ -199,9 +207,10 @@ def helm_doc(
     marker: str = "---\n",
     lead: str = "",
     end: str = "",
+    before_name: str = "",
 ) -> str:
     head = marker + ("# Source: chart/templates/t.yaml\n" if source else "") + lead
-    meta = f"metadata:\n  name: {name}\n"
+    meta = f"metadata:\n{before_name}  name: {name}\n"
     if namespace is not None:
         meta += (
             f"  labels:\n    a: b\n  namespace: {namespace}\n"
@@ -223,6 +232,7 @@ def helm_doc(
             st.sampled_from(MARKERS),
             st.sampled_from(LEADS),
             st.sampled_from(ENDS),
+            st.sampled_from(BEFORE_NAME),
         ),
         min_size=1,
         max_size=5,
@@ -288,11 +298,23 @@ def test_real_helm_output_is_read_by_the_helm_tier(tmp_path: Path) -> None:
     for extra in (
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  name: x\n",
         "---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed}\n",
-        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n  name: kustomize-order\n",
+        "---\nkind: ConfigMap\napiVersion: v1\nmetadata:\n  name: kind-first\n",
     ):
         doubtful = out + extra
         assert _scan_helm(doubtful, source="helm", limits=DEFAULT_LIMITS) is None
         assert fast(doubtful) == full(doubtful)
+
+    # metadata's other children before its name (kustomize's order), a document ending with its
+    # name line, a stream whose first document has no "---": still helm's layout
+    kustomized = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n  name: kustomize-order\n" + out
+    )
+    tier1 = _scan_helm(kustomized, source="helm", limits=DEFAULT_LIMITS)
+    assert tier1 is not None
+    assert [(d.api_version, d.kind, d.name, d.namespace) for d in tier1] == full(kustomized)
+    assert [d.line for d in tier1] == [
+        d.line for d in _scan_general(kustomized, source="helm", limits=DEFAULT_LIMITS)
+    ]
 
 
 # lines made of what the two finders look at: quotes, brackets, block indicators with comments
