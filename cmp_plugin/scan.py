@@ -139,8 +139,8 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
     if not text.startswith("---"):
         if text.startswith("%"):
             return None  # a directive: "---" may not go before it
-        docs = _scan_helm("---\n" + text, source=source, limits=limits)
-        return None if docs is None else [d._replace(line=max(1, d.line - 1)) for d in docs]
+        marked = _scan_helm("---\n" + text, source=source, limits=limits)
+        return None if marked is None else [d._replace(line=max(1, d.line - 1)) for d in marked]
     nl = "\n" + text
     heads = list(_HELM_HEAD.finditer(nl))
     n = len(heads)
