@@ -886,9 +886,11 @@ def _block_keys(
 # --- documents in flow style or JSON ------------------------------------------------------------
 # the document's marker line and the comment or blank lines before its "{"
 _FLOW_HEAD = re.compile(r"(?:---[ \t]*+(?:#[^\n]*+)?\r?\n)?(?:[ \t]*+(?:#[^\n]*+)?\r?\n)*+[ \t]*+(?=\{)")
-# a quoted scalar where a flow token starts (after "{", "[" or "," and blanks, or ": "); a quote
-# anywhere else is inside a plain scalar, or the start of one the parser must read
-_FLOW_QUOTED = re.compile(r"((?:[{\[,]|:(?=[ \r\n]))[ \r\n]*+)(?:\"([^\"\\\n]*+)\"|'([^'\"\\\n]*+)')")
+# a quoted scalar is read where a flow token starts (after "{", "[" or "," and blanks, or ": "); a
+# quote anywhere else is inside a plain scalar, or the start of one the parser must read
+_QUOTE_CHAR = re.compile(r"[\"']")
+_FLOW_DQ = re.compile(r'"([^"\\\n]*+)"')
+_FLOW_SQ = re.compile(r"'([^'\"\\\n]*+)'")
 _JSON: Any = None
 _JSON_LAX: Any = None
 # outside quoted scalars: what only the parser reads (comments, anchors, aliases, tags, complex
@@ -929,16 +931,22 @@ def _flow_identity(chunk: str) -> Any:
         obj = _JSON.decode(body)
         plain = False
     except ValueError:
-        if "'" in body or '"' in body:
-            # [outside, prefix, "double", 'single', outside, ...]: every quoted scalar marked
-            pieces = _FLOW_QUOTED.split(body)
-            outside = pieces[0::4]
-            quoted = [
-                f'{pre}"{_QUOTED_MARK}{dq if dq is not None else sq}"'
-                for pre, dq, sq in zip(pieces[1::4], pieces[2::4], pieces[3::4], strict=True)
-            ]
-        else:
-            outside, quoted = [body], []
+        outside, quoted = [], []  # every quoted scalar marked, the text between them apart
+        pos = 0
+        at = _QUOTE_CHAR.search(body)
+        while at is not None:
+            start = at.start()
+            before = body[pos:start].rstrip(" \r\n")
+            if not (before[-1:] in ("{", "[", ",") or (before[-1:] == ":" and len(before) < start - pos)):
+                return None  # a quote inside a plain scalar, or after a quoted key ('"a":"b"')
+            q = (_FLOW_DQ if body[start] == '"' else _FLOW_SQ).match(body, start)
+            if q is None:
+                return None  # an escape, a line break or the other quote inside: the parser's
+            outside.append(body[pos:start])
+            quoted.append(f'"{_QUOTED_MARK}{q.group(1)}"')
+            pos = q.end()
+            at = _QUOTE_CHAR.search(body, pos)
+        outside.append(body[pos:])
         if _FLOW_UNSURE.search("".join(outside)):
             return None
         # every plain scalar quoted (split out, joined by quotes)
