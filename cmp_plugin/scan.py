@@ -951,8 +951,8 @@ def _flow_identity(chunk: str) -> Any:
             return None
         # every plain scalar quoted (split out, joined by quotes)
         parts = ['"'.join(_FLOW_PLAIN.split(p)) for p in outside]
-        for i, q in enumerate(quoted):
-            parts.insert(2 * i + 1, q)
+        for i, scalar in enumerate(quoted):
+            parts.insert(2 * i + 1, scalar)
         try:
             obj = _JSON_LAX.decode("".join(parts))
         except ValueError:
