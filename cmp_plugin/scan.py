@@ -205,25 +205,23 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         for m in rx.finditer(nl)
     }
     odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl, skip=(offsets, ends, odd))}
-    if "\n--- " in nl or "\n---\t" in nl:  # content on a "---" line: the parser reads it
-        odd |= {_doc_of(offsets, m.start()) for m in _MARKER_CONTENT.finditer(nl)}
-    if "\n..." in nl:  # a document-end marker: only comments and markers may follow it
-        ended: set[int] = set()
-        for m in _DOC_END.finditer(nl):
-            i = _doc_of(offsets, m.start())
-            if i not in ended:
-                ended.add(i)
-                if _AFTER_END.fullmatch(text, m.start(), ends[i]) is None:
-                    odd.add(i)
+    # content on a "---" line (every such line starts a document): the parser reads it
+    odd |= {
+        i for i, (_, chunk) in enumerate(chunks) if chunk[3:4] in (" ", "\t") and _MARKER_CONTENT.match(chunk)
+    }
+    # a document-end marker (only comments and markers may follow it), and a top-level items key:
     # what decides Argo CD's reading (hooks, Lists) is parsed, but a List's items may be scanned
     listed: set[int] = set()
-    if "\nitems:" in nl:
-        listed = {
-            i for i, (_, chunk) in enumerate(chunks) if "\nitems:" in chunk or chunk.startswith("items:")
-        }
-    argo: set[int] = set()
-    if _hook_or_escape(nl):
-        argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
+    ended: set[int] = set()
+    for m in _END_OR_ITEMS.finditer(nl):
+        i = _doc_of(offsets, m.start())
+        if m.group(1) is None:
+            listed.add(i)
+        elif i not in ended:
+            ended.add(i)
+            if _AFTER_END.fullmatch(text, m.start(), ends[i]) is None:
+                odd.add(i)
+    argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
     i = 0
@@ -261,11 +259,8 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         for rx, rec in zip(_children(n), (True, False), strict=True)
     ]
     for rx, record, n in passes:
-        i = 0
-        for m in rx.finditer(nl):
+        for i, m in _in_metadata(rx, nl, n, indent, meta_ranges, offsets):
             at = m.start()
-            while i < last and offsets[i + 1] <= at:
-                i += 1
             span = meta_ranges.get(i)
             if span is None or not span[0] <= at < span[1] or indent.get(i) != n:
                 continue
@@ -314,6 +309,32 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
     return docs
+
+
+def _in_metadata(
+    rx: re.Pattern[str],
+    nl: str,
+    n: int,
+    indent: dict[int, int],
+    meta_ranges: dict[int, tuple[int, int]],
+    offsets: list[int],
+) -> Iterable[tuple[int, re.Match[str]]]:
+    """(document, match) for ``rx`` over the stream: one pass when most documents' metadata is
+    ``n`` in, else a pass over each such document's metadata block only (an odd-line pattern for
+    four spaces matches most lines of a CRD)."""
+    mine = [i for i, k in indent.items() if k == n]
+    if 2 * len(mine) < len(offsets):
+        for i in mine:
+            lo, hi = meta_ranges[i]
+            for m in rx.finditer(nl, lo, hi + 1):  # +1: the block's last line ends there in nl
+                yield i, m
+        return
+    i, last = 0, len(offsets) - 1
+    for m in rx.finditer(nl):
+        at = m.start()
+        while i < last and offsets[i + 1] <= at:
+            i += 1
+        yield i, m
 
 
 def _hook_or_escape(chunk: str) -> bool:
@@ -401,10 +422,11 @@ _TABS = re.compile(r"\n *\t")
 _ODD_TOP = _ODD_TOP_HELM_END
 # a "---" line with more than blanks and a comment on it ("--- {kind: ...}", "--- |"): only the
 # parser reads a document that starts on its marker's line
-_MARKER_CONTENT = re.compile(r"\n---[ \t]++(?=[^ \t\r\n#]|\r(?!\n|$))")
+_MARKER_CONTENT = re.compile(r"---[ \t]++(?=[^ \t\r\n#]|\r(?!\n|$))")
 # a document-end marker, and what may follow it up to the next "---": blank lines, comments and
 # more markers (anything else is an error for the parser: "did not find expected <document start>")
 _DOC_END = re.compile(r"\n\.\.\.(?=[ \t\r\n]|$)")
+_END_OR_ITEMS = re.compile(r"\n(?:(\.\.\.)(?=[ \t\r\n]|$)|items:)")
 _AFTER_END = re.compile(r"(?:(?:\.\.\.(?=[ \t\r\n]|\Z))?[ \t]*+(?:#[^\n]*+)?\r?+(?:\n|\Z))*+")
 # the rest of the line is taken whole and stripped in Python: a lazy value followed by optional
 # blanks backtracks quadratically over a long run of blanks (20 KB: 22 s)
