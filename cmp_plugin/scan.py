@@ -100,24 +100,40 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
 # starts with a letter or "_" (so it is no number) and is none of YAML 1.1's boolean/null words.
 # Line ends may be CRLF. The marker line may carry a comment, and comment or blank lines may come
 # before apiVersion (a "# Source:" among them, not first, fails the Source count below).
-_WORD = (
-    r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?\n)([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\r?\n"
-)
-# the head's last word leaves its line's newline to the next document's "\n---" (a document that
-# ends with its name line)
-_WORD_LAST = (
-    r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?(?:\n|\Z))"
-    r"([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\r?(?=\n|\Z)"
-)
+_NOT_A_WORD = r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?(?:\n|\Z))"
+
+
+def _word(group: str, *, last: bool = False) -> str:
+    """A plain word that YAML reads as a string, in ``group``, and its line's end (``last``: the
+    newline is left to the next document's "\n---", for a document that ends with this line)."""
+    end = r"[ \t]*\r?(?=\n|\Z)" if last else r"[ \t]*\r?\n"
+    return _NOT_A_WORD + rf"(?P<{group}>[A-Za-z_][A-Za-z0-9_./-]*)" + end
+
+
 _HELM_HEAD = re.compile(
     r"\n---(?:[ \t]+#[^\n]*+)?[ \t]*\r?\n"
-    r"(?:# Source: ([^\n]*)\n)?"
+    r"(?:# Source: (?P<src>[^\n]*)\n)?"
     r"(?:#[^\n]*+\n|[ \t]*+\r?\n)*+"
-    r"apiVersion: " + _WORD + r"kind: " + _WORD + r"metadata:[ \t]*\r?\n"
-    # other children of metadata before its name (kustomize's order: annotations, labels, name),
-    # each a key line two spaces in and its lines three or more in; name/namespace lines are counted
-    r"(?:  (?!name:|namespace:|generateName:)[A-Za-z0-9_./-]+:[^\n]*+\n(?: {3,}[^\n]*+\n|[ \t]*+\r?\n)*+)*+"
-    r"  name: " + _WORD_LAST + r"(?:\n  namespace: " + _WORD_LAST + r")?"
+    r"(?:apiVersion: "
+    + _word("api")
+    + r"kind: "
+    + _word("kind")
+    + r"|kind: "
+    + _word("kind2")
+    + r"apiVersion: "
+    + _word("api2")
+    + r")"
+    r"metadata:[ \t]*\r?\n"
+    # metadata's children two or four spaces in; other children before its name (kustomize's
+    # order: annotations, labels, name), each a key line and its deeper lines; name and namespace
+    # lines at that indentation are counted over the whole stream
+    r"(?=(?P<ind>  |    )[^ \r\n])"
+    r"(?:(?P=ind)(?!name:|namespace:|generateName:)[A-Za-z0-9_./-]+:[^\n]*+\n(?:(?P=ind) [^\n]*+\n|[ \t]*+\r?\n)*+)*+"
+    r"(?P=ind)name: "
+    + _word("name", last=True)
+    + r"(?:\n(?P=ind)namespace: "
+    + _word("ns", last=True)
+    + r")?"
 )
 _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
 # like _ODD_TOP, but a column-0 sequence item ("rules:\n- apiGroups: ...") is fine here: it belongs
@@ -125,7 +141,7 @@ _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
 _ODD_TOP_HELM = re.compile(
     r"\n(?=[^ \r\n#])(?!---(?:[ \t\r\n]|$))(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$))"
 )
-_IDENTITY_CHILD2 = re.compile(r"\n  (?:name|namespace|generateName):")
+_IDENTITY_CHILD = {ind: re.compile(rf"\n{ind}(?:name|namespace|generateName):") for ind in ("  ", "    ")}
 # ... and a "..." document-end marker is fine too (what follows it is checked apart)
 _ODD_TOP_HELM_END = re.compile(_ODD_TOP_HELM.pattern + r"(?!\.\.\.(?:[ \t]|\r?\n|\r?$))")
 
@@ -156,10 +172,14 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
                 return None
     if len(_IDENTITY_TOP.findall(nl)) != 3 * n:
         return None  # some document repeats apiVersion, kind or metadata (or hides one in a scalar)
-    namespaces = sum(1 for m in heads if m.group(5) is not None)
-    if len(_IDENTITY_CHILD2.findall(nl)) != n + namespaces:
-        return None  # a name/namespace/generateName line the head did not account for
-    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group(1) is not None):
+    lines: dict[str, int] = {}  # name and namespace lines the heads read, by indentation
+    for m in heads:
+        ind = m.group("ind")
+        lines[ind] = lines.get(ind, 0) + (1 if m.group("ns") is None else 2)
+    for ind, read in lines.items():
+        if len(_IDENTITY_CHILD[ind].findall(nl)) != read:
+            return None  # a name/namespace/generateName line the heads did not account for
+    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group("src") is not None):
         return None
     docs: list[Doc] = []
     append = docs.append
@@ -169,7 +189,8 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         at = m.start()  # in nl: the newline before this document's "---", i.e. its offset in text
         line += count("\n", prev, at)
         prev = at
-        src, api, kind, name, namespace = m.groups()
+        src, name, namespace = m.group("src", "name", "ns")
+        api, kind = m.group("api") or m.group("api2"), m.group("kind") or m.group("kind2")
         src = src.strip(" \t\r") if src is not None else None
         end = heads[i + 1].start() if i + 1 < n else len(text)
         if kind.endswith("List") or kind == "CustomResourceDefinition" or _argo_reads(text, at, end):

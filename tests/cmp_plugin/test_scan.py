@@ -208,6 +208,8 @@ def helm_doc(
     lead: str = "",
     end: str = "",
     before_name: str = "",
+    four: bool = False,
+    kind_first: bool = False,
 ) -> str:
     head = marker + ("# Source: chart/templates/t.yaml\n" if source else "") + lead
     meta = f"metadata:\n{before_name}  name: {name}\n"
@@ -217,7 +219,10 @@ def helm_doc(
             if late_namespace
             else f"  namespace: {namespace}\n"
         )
-    return head + "apiVersion: v1\nkind: ConfigMap\n" + meta + extra + end
+    if four:  # metadata's children four spaces in, what is under them two more
+        meta = meta.replace("\n    ", "\n      ").replace("\n  ", "\n    ")
+    top = "kind: ConfigMap\napiVersion: v1\n" if kind_first else "apiVersion: v1\nkind: ConfigMap\n"
+    return head + top + meta + extra + end
 
 
 @settings(max_examples=300, deadline=None)
@@ -233,6 +238,8 @@ def helm_doc(
             st.sampled_from(LEADS),
             st.sampled_from(ENDS),
             st.sampled_from(BEFORE_NAME),
+            st.booleans(),
+            st.booleans(),
         ),
         min_size=1,
         max_size=5,
@@ -241,6 +248,7 @@ def helm_doc(
 )
 @example([("a", "null", True, False, "", "--- # a note\n", "# a comment\n\n", "...\n")], True)  # CRLF: null
 @example([("a", "b", True, False, "", "---\n", "# first\n# Source: not-first.yaml\n", "")], False)
+@example([("a", "b", False, True, "", "---\n", "", "", "", True, True)], False)  # 4 in, late namespace
 def test_the_helm_tier_never_disagrees_with_the_parser(items: list[tuple[Any, ...]], crlf: bool) -> None:
     text = "".join(helm_doc(*item) for item in items)
     if crlf:
@@ -298,16 +306,20 @@ def test_real_helm_output_is_read_by_the_helm_tier(tmp_path: Path) -> None:
     for extra in (
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  name: x\n",
         "---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed}\n",
-        "---\nkind: ConfigMap\napiVersion: v1\nmetadata:\n  name: kind-first\n",
+        "---\nmetadata:\n  name: metadata-first\napiVersion: v1\nkind: ConfigMap\n",
     ):
         doubtful = out + extra
         assert _scan_helm(doubtful, source="helm", limits=DEFAULT_LIMITS) is None
         assert fast(doubtful) == full(doubtful)
 
-    # metadata's other children before its name (kustomize's order), a document ending with its
-    # name line, a stream whose first document has no "---": still helm's layout
+    # metadata's other children before its name (kustomize's order), kind before apiVersion,
+    # metadata four spaces in, a document ending with its name line, a stream whose first document
+    # has no "---": still helm's layout
     kustomized = (
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n  name: kustomize-order\n" + out
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n  name: kustomize-order\n"
+        + out
+        + "---\nkind: ConfigMap\napiVersion: v1\nmetadata:\n    labels:\n      a: b\n    name: four\n"
+        + "    namespace: n4\ndata:\n    k: v\n"
     )
     tier1 = _scan_helm(kustomized, source="helm", limits=DEFAULT_LIMITS)
     assert tier1 is not None
