@@ -23,7 +23,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from driftguard.errors import LimitExceeded
+from driftguard.errors import LimitExceeded, ManifestError
 from driftguard.goyaml import go_plain_is_string
 from driftguard.manifests import (
     CLUSTER_SCOPED,
@@ -98,12 +98,42 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
 
 # helm's layout of a document's start. Each value is a plain word that YAML reads as a string: it
 # starts with a letter or "_" (so it is no number) and is none of YAML 1.1's boolean/null words.
-_WORD = r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\n)([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\n"
+# Line ends may be CRLF. The marker line may carry a comment, and comment or blank lines may come
+# before apiVersion (a "# Source:" among them, not first, fails the Source count below).
+_NOT_A_WORD = r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?(?:\n|\Z))"
+
+
+def _word(group: str, *, last: bool = False) -> str:
+    """A plain word that YAML reads as a string, in ``group``, and its line's end (``last``: the
+    newline is left to the next document's "\n---", for a document that ends with this line)."""
+    end = r"[ \t]*\r?(?=\n|\Z)" if last else r"[ \t]*\r?\n"
+    return _NOT_A_WORD + rf"(?P<{group}>[A-Za-z_][A-Za-z0-9_./-]*)" + end
+
+
 _HELM_HEAD = re.compile(
-    r"\n---[ \t]*\n"
-    r"(?:# Source: ([^\n]*)\n)?"
-    r"apiVersion: " + _WORD + r"kind: " + _WORD + r"metadata:[ \t]*\n"
-    r"  name: " + _WORD + r"(?:  namespace: " + _WORD + r")?"
+    r"\n---(?:[ \t]+#[^\n]*+)?[ \t]*\r?\n"
+    r"(?:# Source: (?P<src>[^\n]*)\n)?"
+    r"(?:#[^\n]*+\n|[ \t]*+\r?\n)*+"
+    r"(?:apiVersion: "
+    + _word("api")
+    + r"kind: "
+    + _word("kind")
+    + r"|kind: "
+    + _word("kind2")
+    + r"apiVersion: "
+    + _word("api2")
+    + r")"
+    r"metadata:[ \t]*\r?\n"
+    # metadata's children two or four spaces in; other children before its name (kustomize's
+    # order: annotations, labels, name), each a key line and its deeper lines; name and namespace
+    # lines at that indentation are counted over the whole stream
+    r"(?=(?P<ind>  |    )[^ \r\n])"
+    r"(?:(?P=ind)(?!name:|namespace:|generateName:)[A-Za-z0-9_./-]+:[^\n]*+\n(?:(?P=ind) [^\n]*+\n|[ \t]*+\r?\n)*+)*+"
+    r"(?P=ind)name: "
+    + _word("name", last=True)
+    + r"(?:\n(?P=ind)namespace: "
+    + _word("ns", last=True)
+    + r")?"
 )
 _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
 # like _ODD_TOP, but a column-0 sequence item ("rules:\n- apiGroups: ...") is fine here: it belongs
@@ -111,35 +141,56 @@ _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
 _ODD_TOP_HELM = re.compile(
     r"\n(?=[^ \r\n#])(?!---(?:[ \t\r\n]|$))(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$))"
 )
-_IDENTITY_CHILD2 = re.compile(r"\n  (?:name|namespace|generateName):")
+_IDENTITY_CHILD = {ind: re.compile(rf"\n{ind}(?:name|namespace|generateName):") for ind in ("  ", "    ")}
+# ... and a "..." document-end marker is fine too (what follows it is checked apart)
+_ODD_TOP_HELM_END = re.compile(_ODD_TOP_HELM.pattern + r"(?!\.\.\.(?:[ \t]|\r?\n|\r?$))")
 
 
 def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
-    """Tier 1: every document in helm's layout, proved by whole-stream counts; None when unsure."""
+    """Tier 1: every document in helm's layout, proved by whole-stream counts; None when unsure.
+
+    A stream whose first document has no "---" (kustomize's, kubectl's) is read with one put
+    before it, each line number then one less (the first document's stays 1, as the parser's).
+    """
     if not text.startswith("---"):
-        return None
+        if text.startswith("%"):
+            return None  # a directive: "---" may not go before it
+        marked = _scan_helm("---\n" + text, source=source, limits=limits)
+        return None if marked is None else [d._replace(line=max(1, d.line - 1)) for d in marked]
     nl = "\n" + text
     heads = list(_HELM_HEAD.finditer(nl))
     n = len(heads)
     if n == 0 or n > limits.max_documents or heads[0].start() != 0:
         return None
-    if len(DOC_START.findall(nl)) != n or ("\t" in nl and _TABS.search(nl)) or _ODD_TOP_HELM.search(nl):
+    if len(DOC_START.findall(nl)) != n or ("\t" in nl and _TABS.search(nl)) or _ODD_TOP_HELM_END.search(nl):
         return None  # a document not in helm's layout, tab indentation, or an odd column-0 line
+    if "\n..." in nl:  # document-end markers: only comments and more markers up to the next "---"
+        starts = [m.start() for m in heads]
+        for m in _DOC_END.finditer(nl):
+            i = bisect_right(starts, m.start())
+            if _AFTER_END.fullmatch(text, m.start(), starts[i] if i < n else len(text)) is None:
+                return None
     if len(_IDENTITY_TOP.findall(nl)) != 3 * n:
         return None  # some document repeats apiVersion, kind or metadata (or hides one in a scalar)
-    namespaces = sum(1 for m in heads if m.group(5) is not None)
-    if len(_IDENTITY_CHILD2.findall(nl)) != n + namespaces:
-        return None  # a name/namespace/generateName line the head did not account for
-    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group(1) is not None):
+    lines: dict[str, int] = {}  # name and namespace lines the heads read, by indentation
+    for m in heads:
+        ind = m.group("ind")
+        lines[ind] = lines.get(ind, 0) + (1 if m.group("ns") is None else 2)
+    for ind, read in lines.items():
+        if len(_IDENTITY_CHILD[ind].findall(nl)) != read:
+            return None  # a name/namespace/generateName line the heads did not account for
+    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group("src") is not None):
         return None
     for m in heads:
-        if _HEAD_CONTINUED.match(nl, m.end()):
+        k = len(m.group("ind"))  # metadata's children: two or four spaces in
+        if _HEAD_CONTINUED[k].match(nl, m.end()):
             return None  # the head's last value continued on a deeper line: tier 2 parses it
-        # the rest of metadata (after the head's name/namespace line): every line at indent 2 a
-        # plain ``key:``, none at indent 1. A quoted, explicit (``?``), merge (``<<``) or spaced
-        # (``namespace  :``) key there may be a second name or namespace Go reads last.
+        # the rest of metadata (after the head's name/namespace line): every line at metadata's
+        # indent a plain ``key:`` (or ``- item``), none less indented. A quoted, explicit (``?``),
+        # merge (``<<``) or spaced (``namespace  :``) key there may be a second name or namespace
+        # Go reads last.
         nxt = _NEXT_TOP.search(nl, m.end() - 1)
-        if _ODD2.search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
+        if _children(k)[1].search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
             return None
     docs: list[Doc] = []
     append = docs.append
@@ -150,8 +201,9 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         at = m.start()  # in nl: the newline before this document's "---", i.e. its offset in text
         line += count("\n", prev, at)
         prev = at
-        src, api, kind, name, namespace = m.groups()
-        src = src.strip(" \t") if src is not None else None
+        src, name, namespace = m.group("src", "name", "ns")
+        api, kind = m.group("api") or m.group("api2"), m.group("kind") or m.group("kind2")
+        src = src.strip(" \t\r") if src is not None else None
         end = heads[i + 1].start() if i + 1 < n else len(text)
         if kind.endswith("List") or kind == "CustomResourceDefinition" or decides(text, at, end):
             # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
@@ -178,17 +230,37 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     # every pattern starts with "\n" (the engine then jumps from newline to newline), so prefix one:
     # a match at m.start() in ``nl`` is a line that starts at m.start() in ``text``
     nl = "\n" + text
+    ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     odd = {
         _doc_of(offsets, m.start())
         for rx in (_TABS, _ODD_TOP)
         if rx is not _TABS or "\t" in nl
         for m in rx.finditer(nl)
     }
-    odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
-    odd |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
-    decides = may_decide_kept if any(c in text for c in _HIDING) else _hook_or_items
-    odd |= {i for i, (_, chunk) in enumerate(chunks) if decides(chunk, 0, len(chunk))}
-    ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
+    odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl, skip=(offsets, ends, odd))}
+    # content on a "---" line (every such line starts a document): the parser reads it
+    odd |= {
+        i for i, (_, chunk) in enumerate(chunks) if chunk[3:4] in (" ", "\t") and _MARKER_CONTENT.match(chunk)
+    }
+    # a document-end marker (only comments and markers may follow it), and a top-level items key:
+    # what decides Argo CD's reading (hooks, Lists) is parsed, but a List's items may be scanned
+    listed: set[int] = set()
+    ended: set[int] = set()
+    for m in _END_OR_ITEMS.finditer(nl):
+        i = _doc_of(offsets, m.start())
+        if m.group(1) is None:
+            listed.add(i)
+        elif i not in ended:
+            ended.add(i)
+            if _AFTER_END.fullmatch(text, m.start(), ends[i]) is None:
+                odd.add(i)
+    # parsed, never read by the flow or List readers: a hook key or an escape (``_hook_or_escape``),
+    # an identity value continued on a deeper line, a tag or a line break other than LF
+    # (``may_decide_kept``: go-yaml reads what a line scanner does not)
+    argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
+    argo |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
+    if any(c in text for c in _HIDING):
+        argo |= {i for i, (_, chunk) in enumerate(chunks) if _hidden(chunk, 0, len(chunk))}
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
     i = 0
@@ -212,23 +284,31 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if key == "metadata":
             meta_ranges[i] = (m.end(), ends[i])
             open_meta = i
-    # the common layout: metadata's children two spaces in; read them for every document at once
+    # the common layouts: metadata's children n spaces in, n the same for many documents (2, 4);
+    # read them for every document of each n at once
+    indent: dict[int, int] = {}
+    for i, (lo, hi) in meta_ranges.items():
+        first = _META_INDENT.match(text, lo, hi)
+        if first is not None:
+            indent[i] = first.end() - lo - 1
     children: dict[int, dict[str, str]] = {}
-    for rx, record in ((_CHILD2, True), (_ODD2, False)):
-        i = 0
-        for m in rx.finditer(nl):
+    passes = [
+        (rx, rec, n)
+        for n in sorted(set(indent.values()))
+        for rx, rec in zip(_children(n), (True, False), strict=True)
+    ]
+    for rx, record, n in passes:
+        for i, m in _in_metadata(rx, nl, n, indent, meta_ranges, offsets):
             at = m.start()
-            while i < last and offsets[i + 1] <= at:
-                i += 1
             span = meta_ranges.get(i)
-            if span is None or not span[0] <= at < span[1]:
+            if span is None or not span[0] <= at < span[1] or indent.get(i) != n:
                 continue
             if not record:
                 odd.add(i)
                 continue
             rest = m.group(2)
             if rest and rest[0] not in " \t\r":
-                continue  # "name:value" is no key line (_ODD2 has marked it)
+                continue  # "name:value" is no key line (the odd-line pass has marked it)
             found = children.setdefault(i, {})
             if m.group(1) in found:
                 odd.add(i)
@@ -238,11 +318,19 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
     docs: list[Doc] = []
     for i, (line, chunk) in enumerate(chunks):
-        if i in odd:
+        if i in argo:
             fast = None
+        elif i in listed:
+            items = None if i in odd else _list_items(text, tops[i], ends[i], limits=limits)
+            if items is not None:
+                src = sources.get(i, source)
+                docs += [d._replace(source=src, line=line) for d in items]
+                continue
+            fast = None
+        elif i in odd:
+            fast = _flow_identity(chunk)
         else:
-            span = meta_ranges.get(i)
-            if span is not None and _INDENT2.match(text, span[0], span[1]):
+            if i in indent:
                 fast = _identity2(tops[i], children.get(i, {}))
             else:
                 fast = _identity(text, tops[i], ends[i])
@@ -260,6 +348,38 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
     return docs
+
+
+def _in_metadata(
+    rx: re.Pattern[str],
+    nl: str,
+    n: int,
+    indent: dict[int, int],
+    meta_ranges: dict[int, tuple[int, int]],
+    offsets: list[int],
+) -> Iterable[tuple[int, re.Match[str]]]:
+    """(document, match) for ``rx`` over the stream: one pass when most documents' metadata is
+    ``n`` in, else a pass over each such document's metadata block only (an odd-line pattern for
+    four spaces matches most lines of a CRD)."""
+    mine = [i for i, k in indent.items() if k == n]
+    if 2 * len(mine) < len(offsets):
+        for i in mine:
+            lo, hi = meta_ranges[i]
+            for m in rx.finditer(nl, lo, hi + 1):  # +1: the block's last line ends there in nl
+                yield i, m
+        return
+    i, last = 0, len(offsets) - 1
+    for m in rx.finditer(nl):
+        at = m.start()
+        while i < last and offsets[i + 1] <= at:
+            i += 1
+        yield i, m
+
+
+def _hook_or_escape(chunk: str) -> bool:
+    """``_hook_or_items`` but for ``items`` (the List reader takes them): a hook annotation key, or
+    an escape in a double-quoted scalar; tags and other line breaks are checked apart (``_hidden``)."""
+    return "/hook" in chunk or ("\\" in chunk and '"' in chunk)
 
 
 def may_decide_kept(text: str, start: int, end: int) -> bool:
@@ -373,15 +493,25 @@ _TABS = re.compile(r"\n *\t")
 # an identity key's plain value continued on a deeper line (after blank lines or not): YAML folds
 # it in, ``kind: PersistentVolumeClaim`` + `` x`` is the kind ``PersistentVolumeClaim x``
 # after helm's head (apiVersion, kind, metadata, name[, namespace] on consecutive lines) only its
-# last value can go on: a line deeper than metadata's keys right after it (blank lines between)
-_HEAD_CONTINUED = re.compile(r"(?:[ \t]*+\r?\n)*+ {3,}+[^ \t\r\n#]")
+# last value can go on: a line deeper than metadata's keys right after it (blank lines between),
+# by metadata's indentation in the head (two or four spaces)
+_HEAD_CONTINUED = {k: re.compile(rf"(?:[ \t]*+\r?\n)*+ {{{k + 1},}}+[^ \t\r\n#]") for k in (2, 4)}
 _CONTINUED = re.compile(
     r"\n( *+)(?:apiVersion|kind|name|namespace|generateName):[ \t]++[^ \t\r\n#][^\n]*+\n"
     r"(?:[ \t]*+\r?\n)*+\1 ++[^ \t\r\n#]"
 )
-# a column-0 line that is neither blank, a comment, a document marker, nor `key:` / `key: value`
-# (a column-0 "- item" belongs to the key above it, as kubectl and helm print "rules:\n- ...")
-_ODD_TOP = _ODD_TOP_HELM
+# a column-0 line that is neither blank, a comment, a document marker (start or end), nor `key:` /
+# `key: value` (a column-0 "- item" belongs to the key above it, as kubectl and helm print
+# "rules:\n- ..."); what may follow a "..." line is checked apart (_AFTER_END)
+_ODD_TOP = _ODD_TOP_HELM_END
+# a "---" line with more than blanks and a comment on it ("--- {kind: ...}", "--- |"): only the
+# parser reads a document that starts on its marker's line
+_MARKER_CONTENT = re.compile(r"---[ \t]++(?=[^ \t\r\n#]|\r(?!\n|$))")
+# a document-end marker, and what may follow it up to the next "---": blank lines, comments and
+# more markers (anything else is an error for the parser: "did not find expected <document start>")
+_DOC_END = re.compile(r"\n\.\.\.(?=[ \t\r\n]|$)")
+_END_OR_ITEMS = re.compile(r"\n(?:(\.\.\.)(?=[ \t\r\n]|$)|items:)")
+_AFTER_END = re.compile(r"(?:(?:\.\.\.(?=[ \t\r\n]|\Z))?[ \t]*+(?:#[^\n]*+)?\r?+(?:\n|\Z))*+")
 # the rest of the line is taken whole and stripped in Python: a lazy value followed by optional
 # blanks backtracks quadratically over a long run of blanks (20 KB: 22 s)
 _TOP = re.compile(r"\n([A-Za-z0-9_.-]+):([^\n]*)")
@@ -408,16 +538,32 @@ def _patterns(n: int) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]
     return found
 
 
-_CHILD2 = re.compile(r"\n  (name|namespace|generateName):([^\n]*)")
-# inside metadata: a line at indent 1, or at indent 2 that is not `key:`: the parser decides
-_ODD2 = re.compile(
-    r"\n(?: (?=[^ \r\n#])|  (?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$)))"
-)
-_INDENT2 = re.compile(r"  [^ \r\n#]")
+# metadata's first line: its children's indentation
+_META_INDENT = re.compile(r" +[^ \r\n#]")
+_CHILDREN: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _children(n: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(identity keys n spaces in, odd lines) for metadata whose children are n spaces in: a line
+    less indented, or one at n that is not ``key:`` nor ``- item``, and the parser decides."""
+    found = _CHILDREN.get(n)
+    if found is None:
+        found = _CHILDREN[n] = (
+            re.compile(rf"\n {{{n}}}(name|namespace|generateName):([^\n]*)"),
+            re.compile(
+                rf"\n(?: {{1,{n - 1}}}(?=[^ \r\n#])| {{{n}}}(?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))"
+                r"(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$)))"
+            )
+            if n > 1
+            else re.compile(
+                r"\n (?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$))"
+            ),
+        )
+    return found
 
 
 def _identity2(top: dict[str, tuple[str, int]], meta: dict[str, str]) -> Any:
-    """The identity when metadata's children sit two spaces in (read by the stream-wide passes)."""
+    """The identity when metadata's children were read by the stream-wide passes (``_children``)."""
     head = _api_kind(top["metadata"], top)
     return None if head is None else _with_meta(*head, meta.items())
 
@@ -509,18 +655,31 @@ _SQ = re.compile(r"'(?:[^'\n]|'')*+'")  # possessive: 'it''s' stays one scalar
 _AFTER = re.compile(r"[ \t]*(?:#.*)?\r?")
 
 
-def _multiline_flow_scalars(nl: str) -> list[int]:
+def _multiline_flow_scalars(
+    nl: str, *, skip: tuple[list[int], list[int], set[int]] | None = None
+) -> list[int]:
     """Offsets (in ``nl``) of lines starting a quoted scalar or flow collection that could mislead the scanner.
 
     One that ends on its line is harmless, and so is one whose every further line is indented
     deeper than the line it starts on (what helm and controller-gen print): the scanner only ever
     reads lines at the indentation of a block's own keys, and those lines are deeper than any key
-    of that block. Lines inside a block scalar (``key: |``) are text, not YAML: skipped.
+    of that block. Lines inside a block scalar (``key: |``) are text, not YAML: skipped. With
+    ``skip`` (each document's start and end offset in the stream, and the documents already left
+    to the parser), lines of those documents are not looked at.
     """
     found = []
     pos = 0
     blocks: list[tuple[int, int]] | None = None
-    for m in _quote_lines(nl):
+    spans: list[tuple[int, int]] | None = None
+    if skip is not None and skip[2]:  # the documents not left to the parser, as runs of lines
+        spans = []
+        for i, (lo, hi) in enumerate(zip(skip[0], skip[1], strict=True)):
+            if i not in skip[2]:
+                if spans and spans[-1][1] == lo:
+                    spans[-1] = (spans[-1][0], hi)
+                else:
+                    spans.append((lo, hi))
+    for m in _quote_lines(nl, spans):
         start = m.start() + 1
         if start < pos:
             continue
@@ -548,30 +707,45 @@ def _multiline_flow_scalars(nl: str) -> list[int]:
 _QUOTE_CHARS = "\"'{[&!"
 
 
-def _quote_lines(nl: str) -> list[re.Match[str]]:
+def _quote_lines(nl: str, spans: list[tuple[int, int]] | None = None) -> list[re.Match[str]]:
     """``_QUOTE_LINE.finditer(nl)``, faster: only lines holding one of its characters are tried.
 
     A match never leaves its line and ends on the first such character, so trying each line that
     holds one (found by ``str.find``, ~100x faster than the engine's scan of every line of a
-    megabyte CRD) gives the same matches in the same order.
+    megabyte CRD) gives the same matches in the same order. With ``spans`` ([start, end) offsets
+    of whole lines in ``nl``), only lines inside them are looked at.
     """
     lines = set()
-    for c in _QUOTE_CHARS:
-        at = nl.find(c)
-        while at >= 0:
-            start = nl.rfind("\n", 0, at)
-            lines.add(start)
-            end = nl.find("\n", at)
-            if end < 0:
-                break
-            at = nl.find(c, end)
+    for lo, hi in spans if spans is not None else ((0, len(nl)),):
+        for c in _QUOTE_CHARS:
+            at = nl.find(c, lo, hi)
+            while at >= 0:
+                start = nl.rfind("\n", 0, at)
+                lines.add(start)
+                end = nl.find("\n", at, hi)
+                if end < 0:
+                    break
+                at = nl.find(c, end, hi)
     out = []
+    closed = _CLOSED_LINE.match
     for start in sorted(lines):
-        if start >= 0:
+        if start >= 0 and closed(nl, start) is None:
             m = _QUOTE_LINE.match(nl, start)
             if m is not None:
                 out.append(m)
     return out
+
+
+# a line whose one value is a flow collection (three levels deep at most, no quotes nor comments in
+# it) or a quoted scalar without escapes, closed on the line and nothing after it: ``_unclosed``
+# finds nothing there, so it is not asked (``labels: {app: web}``, ``ports: [{port: 80}]``)
+_F0 = r"[^{}\[\]\n\"'#]"
+_F1 = rf"\{{{_F0}*+\}}|\[{_F0}*+\]"
+_F2 = rf"\{{(?:{_F0}|{_F1})*+\}}|\[(?:{_F0}|{_F1})*+\]"
+_F3 = rf"\{{(?:{_F0}|{_F2})*+\}}|\[(?:{_F0}|{_F2})*+\]"
+_CLOSED_LINE = re.compile(
+    rf"\n *+(?:- ++)*+(?:[A-Za-z0-9_./-]++:[ \t]++)?(?:{_F3}|\"[^\"\\\n]*+\"|'[^'\n]*+')[ \t]*+\r?+(?=\n|$)"
+)
 
 
 _SHALLOW: dict[int, re.Pattern[str]] = {}
@@ -813,3 +987,175 @@ def _block_keys(
         # offsets in text: block[i] is text[start + i - 1]
         found[key] = (rest.strip(" \t\r"), start + m.end(), start + own_end - 1)
     return found
+
+
+# --- documents in flow style or JSON ------------------------------------------------------------
+# the document's marker line and the comment or blank lines before its "{"
+_FLOW_HEAD = re.compile(r"(?:---[ \t]*+(?:#[^\n]*+)?\r?\n)?(?:[ \t]*+(?:#[^\n]*+)?\r?\n)*+[ \t]*+(?=\{)")
+# a quoted scalar is read where a flow token starts (after "{", "[" or "," and blanks, or ": "); a
+# quote anywhere else is inside a plain scalar, or the start of one the parser must read
+_QUOTE_CHAR = re.compile(r"[\"']")
+_FLOW_DQ = re.compile(r'"([^"\\\n]*+)"')
+_FLOW_SQ = re.compile(r"'([^'\"\\\n]*+)'")
+_JSON: Any = None
+_JSON_LAX: Any = None
+# outside quoted scalars: what only the parser reads (comments, anchors, aliases, tags, complex
+# keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars)
+_FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"]")
+# a plain scalar in a flow collection: words joined by blanks, or by ":" not followed by a blank or
+# a flow indicator (registry.example.com/app:1.0); it ends at a flow indicator, ": " or a line end
+_FLOW_PLAIN = re.compile(r"([^\s{}\[\],:](?:[^\s{}\[\],:]++|:(?=[^\s{}\[\],])|[ ]++(?=[^\s{}\[\],:]))*+)")
+_QUOTED_MARK = "\x01"
+
+
+def _flow_identity(chunk: str) -> Any:
+    """(apiVersion, kind, name, namespace, named) of a document that is one flow mapping (JSON
+    included); None when only the parser can say (or it is no such document).
+
+    JSON is read by ``json.loads``. Other flow YAML becomes JSON first: each plain scalar quoted,
+    each quoted scalar kept (single quotes turned double) with a mark; a plain value of an
+    identity field must then be a string for go-yaml (``_scalar``). Anything else (comments,
+    anchors, tags, escapes, multi-line scalars, ``items``, a CRD) is the parser's.
+    """
+    head = _FLOW_HEAD.match(chunk)
+    if head is None:
+        return None
+    import json
+
+    body = chunk[head.end() :]
+    end = _DOC_END.search(body)
+    if end is not None:
+        if _AFTER_END.fullmatch(body, end.start() + 1) is None:
+            return None
+        body = body[: end.start() + 1]
+    global _JSON, _JSON_LAX
+    if _JSON is None or _JSON_LAX is None:
+        _JSON, _JSON_LAX = json.JSONDecoder(), json.JSONDecoder(strict=False)
+    try:
+        if body[1:].lstrip(" \t\r\n")[:1] not in ('"', "}"):
+            raise ValueError("no JSON")  # a plain key first: flow YAML, not JSON
+        obj = _JSON.decode(body)
+        plain = False
+    except ValueError:
+        outside, quoted = [], []  # every quoted scalar marked, the text between them apart
+        pos = 0
+        at = _QUOTE_CHAR.search(body)
+        while at is not None:
+            start = at.start()
+            before = body[pos:start].rstrip(" \r\n")
+            if not (before[-1:] in ("{", "[", ",") or (before[-1:] == ":" and len(before) < start - pos)):
+                return None  # a quote inside a plain scalar, or after a quoted key ('"a":"b"')
+            q = (_FLOW_DQ if body[start] == '"' else _FLOW_SQ).match(body, start)
+            if q is None:
+                return None  # an escape, a line break or the other quote inside: the parser's
+            outside.append(body[pos:start])
+            quoted.append(f'"{_QUOTED_MARK}{q.group(1)}"')
+            pos = q.end()
+            at = _QUOTE_CHAR.search(body, pos)
+        outside.append(body[pos:])
+        if _FLOW_UNSURE.search("".join(outside)):
+            return None
+        # every plain scalar quoted (split out, joined by quotes)
+        parts = ['"'.join(_FLOW_PLAIN.split(p)) for p in outside]
+        for i, scalar in enumerate(quoted):
+            parts.insert(2 * i + 1, scalar)
+        try:
+            obj = _JSON_LAX.decode("".join(parts))
+        except ValueError:
+            return None
+        plain = True
+    except RecursionError:
+        return None
+    if type(obj) is not dict:
+        return None
+    top = _flow_keys(obj, plain)
+    if top is None or "items" in top:
+        return None
+    meta = _flow_keys(top.get("metadata"), plain)
+    if meta is None:
+        return None
+    found = []
+    for value in (top.get("apiVersion"), top.get("kind"), meta.get("name"), meta.get("generateName")):
+        if value is not None:
+            value = _flow_string(value, plain)
+            if value is None:
+                return None
+        found.append(value)
+    api, kind, name, generate = found
+    namespace = meta.get("namespace")
+    if namespace is not None:
+        namespace = _flow_string(namespace, plain)
+        if namespace is None:
+            return None
+    if not api or not kind or not (name or generate) or kind == "CustomResourceDefinition":
+        return None  # an error for the parser to word, or a CRD whose scope it reads
+    return api, kind, name or generate, namespace or "", bool(name)
+
+
+def _flow_keys(obj: Any, plain: bool) -> dict[str, Any] | None:
+    """A mapping with its keys as YAML spells them (marks removed); None when two keys are one."""
+    if type(obj) is not dict:
+        return None
+    if not plain:
+        return obj
+    out = {k[1:] if k[:1] == _QUOTED_MARK else k: v for k, v in obj.items()}
+    return out if len(out) == len(obj) else None
+
+
+def _flow_string(value: Any, plain: bool) -> str | None:
+    """The string an identity field holds; None when it is no string (or only the parser can say)."""
+    if type(value) is not str:
+        return None
+    if not plain:
+        return value
+    if value[:1] == _QUOTED_MARK:
+        return value[1:]
+    return value if _scalar(value) == value else None
+
+
+# --- the items of a List, scanned as documents of their own -------------------------------------
+_ITEMS_END = re.compile(r"\n(?=[^ \r\n#-]|-[^ \t\r\n])")
+_FIRST_ITEM = re.compile(r"\n( *+)(?=[^ \r\n#])")
+_ITEM_RX: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits: Limits) -> list[Doc] | None:
+    """The items of a document whose ``items`` is a block sequence of block mappings (a List).
+
+    Argo CD keeps the items, not the List (driftguard/manifests.py ``_flatten``). The sequence's
+    items, each moved left by its own indentation, are scanned as a stream of documents of their
+    own; None (parse the whole document) when any line is less indented than an item's keys, an
+    item is no plain mapping (``-`` alone, a comment or a nested item on its first line), a moved
+    line would read as a document marker, or any item needs the parser (hooks, nested items).
+    """
+    found = top.get("items")
+    if found is None or (found[0] and not found[0].startswith("#")):
+        return None  # "items: []", flow items, an anchor: the parser reads them
+    start = found[1]
+    stop = _ITEMS_END.search(text, start, end)
+    region = text[start : stop.start() if stop else end]
+    first = _FIRST_ITEM.search(region)
+    if first is None:
+        return None
+    k = len(first.group(1))
+    rx = _ITEM_RX.get(k)
+    if rx is None:
+        rx = _ITEM_RX[k] = (
+            re.compile(rf"\n {{{k}}}- (?=[^ \t\r\n#])"),
+            re.compile(rf"\n(?! {{{k}}}- (?=[^ \t\r\n#]))(?= {{0,{k + 1}}}[^ \r\n])"),
+            re.compile(rf"\n {{{k + 2}}}(?:---|\.\.\.)(?=[ \t\r\n]|$)"),
+        )
+    item, bad, marker = rx
+    if bad.search(region) or marker.search(region):
+        return None
+    count = len(item.findall(region))
+    moved = item.sub("\n---\n", region)
+    moved = moved.replace("\n" + " " * (k + 2), "\n")
+    try:
+        items = moved[1:]
+        docs = _scan_helm(items, source="", limits=limits) or _scan_general(items, source="", limits=limits)
+    except ManifestError:  # the parser words it for the whole document
+        return None
+    if len(docs) != count or any(d.obj is not None for d in docs):
+        return None
+    return docs
