@@ -616,6 +616,7 @@ class ImplicitDefaultsGuard(GuardBase):
         if ctx.hot and mode == "warn" and not required and isinstance(began, float):
             # warn mode: at most about one more render's time (helm's own render took this long)
             budget = max(MIN_BUDGET, time.monotonic() - began)
+        classified = switches
         switches, renders = prove(
             job,
             switches,
@@ -628,6 +629,17 @@ class ImplicitDefaultsGuard(GuardBase):
         digest = ctx.notes.get(NOTE + "-digest")
         if isinstance(digest, str) and all(f.verdict != PENDING for f in switches):
             cache_put(job.settings.cache_dir, f"verdicts-{digest}", dump_switches(switches))
+        elif isinstance(digest, str) and budget is not None:
+            # the rest of the proof goes on once generate has answered (cmp_plugin/proof_background.py)
+            from cmp_plugin.proof_background import Later
+
+            ctx.notes[NOTE + "-background"] = Later(
+                job,
+                flips_of(classified, prep, job.app_dir),
+                render_kept(job, text, ctx.docs),
+                classified,
+                digest,
+            )
         return self._report(ctx, switches, renders, prep)
 
     def _report(self, ctx: GuardContext, switches: list[Finding], renders: int, prep: Prepared) -> list[str]:
