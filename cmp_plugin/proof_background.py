@@ -198,7 +198,7 @@ def _quiet(keep: tuple[int, ...]) -> None:
 
 
 def _state(claimed: Claimed, text: str) -> None:
-    """What the background does, in its lock file (for people and tests: ``proving``, ``waiting N``)."""
+    """What the background does, in its lock file (for people and tests: ``proving PID``, ``waiting N``)."""
     with contextlib.suppress(OSError):
         fd = claimed.fds[0]
         os.ftruncate(fd, 0)
@@ -227,7 +227,7 @@ def _prove(claimed: Claimed) -> None:
             if time.monotonic() > give_up:
                 return  # the next generate goes on from the cache
             time.sleep(YIELD)  # polling a slot a render holds
-        _state(claimed, "proving")
+        _state(claimed, f"proving {os.getpid()}")
         run = ProofRun(job, later.flips)
         try:
             proof = run.finish(later.base, budget=0.0)  # one render: the slot is given back after it

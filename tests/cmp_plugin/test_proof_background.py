@@ -7,8 +7,11 @@ creates, so the test knows the background is still at work when the first genera
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +20,8 @@ from typing import Any
 
 from cmp_plugin import memory, proof_background
 
-from .conftest import Generate
+from .conftest import FRONT, Generate, cmp_env
+from .test_preload import server_pid
 
 HELM = os.environ["DRIFTGUARD_HELM"]
 KEYS = 6
@@ -142,3 +146,72 @@ def test_the_background_proof_waits_for_a_render_slot(generate: Generate, repo: 
         os.close(slot)  # the slot is free: the background goes on
     _wait_for(lambda: list(cache.glob("verdicts-*.json")) and not _locks(cache), "the background proof ends")
     assert _runs(log, "bg") > at
+
+
+def test_a_preloaded_generate_proves_in_the_background_outside_the_callers_group(
+    repo: Path, tmp_path: Path, no_preload_servers_left: None
+) -> None:
+    """Preloaded (the shipped sidecar): the render child reports its code and proves on, out of the
+    command's process group: argocd-cmp-server's kill of that group after the command spares it."""
+    app = _chart(repo)
+    tools, log, gate = _world(tmp_path)
+    cache = tmp_path / "cache"
+
+    def run(params: list[dict[str, Any]] | None = None) -> subprocess.Popen[str]:
+        env = {
+            **cmp_env(app, params),
+            **tools,
+            "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
+            "DRIFTGUARD_CMP_PRELOAD": "on",
+        }
+        return subprocess.Popen(
+            [str(FRONT), "generate"],
+            cwd=repo / app,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            process_group=0,  # argocd-cmp-server: Setpgid
+        )
+
+    off = run([{"name": "implicit-defaults", "string": "off"}])  # starts the preload server
+    assert off.wait(timeout=120) == 0
+    _wait_for(lambda: server_pid(cache), "the preload server answers")
+    first = run()
+    out, err = first.communicate(timeout=120)  # EOF on both: the background holds neither
+    assert first.returncode == 0, err
+    assert "being proven" in err and len(_locks(cache)) == 1
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(first.pid, signal.SIGKILL)  # what argocd-cmp-server does once the command ends
+    gate.touch()
+    _wait_for(lambda: list(cache.glob("verdicts-*.json")) and not _locks(cache), "the background proof ends")
+    before = _runs(log, "fg") + _runs(log, "bg")
+    second = run()
+    out2, err2 = second.communicate(timeout=120)
+    assert second.returncode == 0, err2
+    assert _runs(log, "fg") + _runs(log, "bg") == before + 1 and out2 == out
+    assert f"{KEYS} resource switches rely on chart defaults:" in err2 and "being proven" not in err2
+
+
+def test_a_killed_background_proof_leaves_the_cache_for_the_next_generate(
+    generate: Generate, repo: Path, tmp_path: Path
+) -> None:
+    app = _chart(repo)
+    env, log, gate = _world(tmp_path)
+    cache = repo.parent / "baseline-cache"
+    assert generate(app, **env).returncode == 0
+
+    def proving() -> int:
+        state = _locks(cache)[0].read_text().split() if _locks(cache) else []
+        return int(state[1]) if state[:1] == ["proving"] else 0
+
+    pid = _wait_for(proving, "the background proves")
+    os.killpg(pid, signal.SIGKILL)  # its session: the process and the helm it waits for
+    gate.touch()
+    again = generate(app, **env)  # goes on from what was settled, and leaves the rest to a new background
+    assert again.returncode == 0, again.stderr
+    _wait_for(lambda: list(cache.glob("verdicts-*.json")) and not _locks(cache), "the background proof ends")
+    before = _runs(log, "fg") + _runs(log, "bg")
+    last = generate(app, **env)
+    assert last.returncode == 0 and _runs(log, "fg") + _runs(log, "bg") == before + 1
+    assert f"{KEYS} resource switches rely on chart defaults:" in last.stderr
