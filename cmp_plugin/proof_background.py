@@ -90,7 +90,7 @@ def claim() -> Claimed | None:
     later = _offered.pop()
     try:
         return _claim(later)
-    except (OSError, ValueError):
+    except Exception:  # never the caller's exit code: the next generate goes on from the cache
         return None
 
 

@@ -72,7 +72,8 @@ REMOVES_NOTHING = "not proven: a render with it flipped removes no resource"
 HOOKS_ONLY = "not proven: a render with it flipped removes only hooks, which Argo CD runs but does not keep"
 NOT_PROVEN = "not proven"
 PENDING = (
-    "not proven yet: generate in warn mode spends about one render's time on proofs; the next render goes on"
+    "not proven yet: generate in warn mode spends about one render's time on proofs; the rest is proven "
+    "in the background for the next render"
 )
 REPEATS = "not proven on its own: removing it takes the same resources as its key"
 
