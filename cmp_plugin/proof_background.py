@@ -20,7 +20,8 @@ are confined as a render's are (sandbox.py: the copy readable, its scratch writa
 resource limits; process.ToolRun's memory cap) and each holds a render slot (memory.py), given back
 between renders so that a foreground render waiting for one gets it. Bounded: one background
 proof per content digest (an ``flock`` on ``proof-bg/<digest>.lock``), ``AT_ONCE`` in all, at
-most flip_proof.MAX_RENDERS renders. Each render's result goes to the content cache atomically (a
+most flip_proof.MAX_RENDERS renders; its copy is ``driftguard-proof-<digest>`` in the scratch root,
+removed when it ends (or by the next background proof of the digest, when it was killed). Each render's result goes to the content cache atomically (a
 kill leaves the last settled state, which the next ``generate`` resumes), and the guard's verdicts
 once every key is settled: the next ``generate`` of the same content renders helm once.
 """
@@ -98,7 +99,6 @@ def _claim(later: Later) -> Claimed | None:
     import fcntl
     import shutil
 
-    from cmp_plugin.launch import new_scratch
     from cmp_plugin.renderers.helm import existing_values_files
 
     job = later.job
@@ -123,8 +123,11 @@ def _claim(later: Later) -> Claimed | None:
         for fd in fds:
             os.close(fd)
         return None
-    root = new_scratch(str(job.settings.scratch_root))
+    # one place per digest, under its lock: what a killed proof left there is removed now
+    root = str(Path(job.settings.scratch_root) / f"driftguard-proof-{later.digest[:32]}")
     try:
+        shutil.rmtree(root, ignore_errors=True)
+        Path(root).mkdir(mode=0o700)  # fails on anything left (a symlink): then no background proof
         checkout = Path(root) / "checkout"
         work = Path(root) / "work"
         work.mkdir(mode=0o700)

@@ -198,6 +198,9 @@ def test_a_killed_background_proof_leaves_the_cache_for_the_next_generate(
 ) -> None:
     app = _chart(repo)
     env, log, gate = _world(tmp_path)
+    scratch = tmp_path / "scratch"  # the renders' scratch root: the killed proof's copy is seen here
+    scratch.mkdir()
+    env["TMPDIR"] = str(scratch)
     cache = repo.parent / "baseline-cache"
     assert generate(app, **env).returncode == 0
 
@@ -207,6 +210,7 @@ def test_a_killed_background_proof_leaves_the_cache_for_the_next_generate(
 
     pid = _wait_for(proving, "the background proves")
     os.killpg(pid, signal.SIGKILL)  # its session: the process and the helm it waits for
+    assert len(list(scratch.glob("driftguard-proof-*"))) == 1  # its copy: left by the kill
     gate.touch()
     again = generate(app, **env)  # goes on from what was settled, and leaves the rest to a new background
     assert again.returncode == 0, again.stderr
@@ -215,3 +219,4 @@ def test_a_killed_background_proof_leaves_the_cache_for_the_next_generate(
     last = generate(app, **env)
     assert last.returncode == 0 and _runs(log, "fg") + _runs(log, "bg") == before + 1
     assert f"{KEYS} resource switches rely on chart defaults:" in last.stderr
+    assert not list(scratch.glob("driftguard-proof-*"))  # removed by the next background proof
