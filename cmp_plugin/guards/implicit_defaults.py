@@ -72,7 +72,8 @@ REMOVES_NOTHING = "not proven: a render with it flipped removes no resource"
 HOOKS_ONLY = "not proven: a render with it flipped removes only hooks, which Argo CD runs but does not keep"
 NOT_PROVEN = "not proven"
 PENDING = (
-    "not proven yet: generate in warn mode spends about one render's time on proofs; the next render goes on"
+    "not proven yet: generate in warn mode spends about one render's time on proofs; the rest is proven "
+    "in the background for the next render"
 )
 REPEATS = "not proven on its own: removing it takes the same resources as its key"
 
@@ -616,6 +617,7 @@ class ImplicitDefaultsGuard(GuardBase):
         if ctx.hot and mode == "warn" and not required and isinstance(began, float):
             # warn mode: at most about one more render's time (helm's own render took this long)
             budget = max(MIN_BUDGET, time.monotonic() - began)
+        classified = switches
         switches, renders = prove(
             job,
             switches,
@@ -628,6 +630,17 @@ class ImplicitDefaultsGuard(GuardBase):
         digest = ctx.notes.get(NOTE + "-digest")
         if isinstance(digest, str) and all(f.verdict != PENDING for f in switches):
             cache_put(job.settings.cache_dir, f"verdicts-{digest}", dump_switches(switches))
+        elif isinstance(digest, str) and budget is not None:
+            # the rest of the proof goes on once generate has answered (cmp_plugin/proof_background.py)
+            from cmp_plugin.proof_background import Later
+
+            ctx.notes[NOTE + "-background"] = Later(
+                job,
+                flips_of(classified, prep, job.app_dir),
+                render_kept(job, text, ctx.docs),
+                classified,
+                digest,
+            )
         return self._report(ctx, switches, renders, prep)
 
     def _report(self, ctx: GuardContext, switches: list[Finding], renders: int, prep: Prepared) -> list[str]:
