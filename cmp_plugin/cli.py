@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["format_failure", "main", "run"]
 
 MAX_DETAIL_LINES = 30
+_offered_proof: list[bool] = []
+"""Set by generate when implicit-defaults left a proof pending (cmp_plugin/proof_background.py)."""
 EXIT_REFUSED = 3
 EXIT_ERROR = 2
 
@@ -90,7 +92,20 @@ def run(*, early: Early | None = None, report: Callable[[int], None] | None = No
         code = code or EXIT_ERROR
     with contextlib.suppress(BrokenPipeError):
         sys.stderr.flush()
-    if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload)
+    later = None
+    if code == 0 and _offered_proof:  # a pending implicit-defaults proof: copied while the checkout is there
+        from cmp_plugin import proof_background
+
+        later = proof_background.claim()
+    if later is not None and report is None:
+        from cmp_plugin import proof_background
+
+        proof_background.detach(later)  # a child of its own session proves; this process exits
+        later = None
+    if later is not None:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)  # preloaded: out of the caller's group before the caller exits
+    if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload/server.py)
         # the command's streams are let go first: whoever reads them (argocd-cmp-server) sees
         # their end when the caller exits, not after this process has torn its memory down too
         # (/dev/null in their place: a thread left behind can never write into a reused fd)
@@ -100,6 +115,10 @@ def run(*, early: Early | None = None, report: Callable[[int], None] | None = No
                 os.dup2(null, fd)
             os.close(null)
         report(code)
+        if later is not None:
+            from cmp_plugin import proof_background
+
+            proof_background.prove(later)  # the caller has its code and its streams' end
     os._exit(code)
 
 
@@ -223,6 +242,11 @@ def cmd_generate(
     from cmp_plugin import baseline
 
     baseline.remember(env, settings, outcome.kept)  # the shrink guard's baseline of last resort
+    if "implicit-defaults-background" in outcome.notes:  # finished once this command has answered
+        from cmp_plugin import proof_background
+
+        proof_background.offer(outcome.notes)
+        _offered_proof.append(True)
     for warning in outcome.warnings:
         sys.stderr.write(warning.rstrip() + "\n")
     sys.stdout.write(outcome.text)

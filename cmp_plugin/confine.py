@@ -312,14 +312,14 @@ def _config_references(config: GoStruct) -> list[str]:
     """The files a builtin generator's or transformer's config names (kustomize api/builtins, api/types)."""
     out: list[str] = []
 
-    def add(value: Any) -> None:
+    def add(value: Any, *, keyed: bool = False) -> None:
         if isinstance(value, str) and value.strip():
-            out.append(value.split("=", 1)[-1] if "=" in value else value)
+            out.append(value.split("=", 1)[-1] if keyed and "=" in value else value)
 
     for key in ("files", "envs", "paths", "additionalValuesFiles"):  # ConfigMap/SecretGenerator, PSM, helm
         items = config.get(key)
         for item in items if isinstance(items, list) else []:
-            add(item.get("path") if isinstance(item, GoStruct) else item)
+            add(item.get("path") if isinstance(item, GoStruct) else item, keyed=key == "files")
     for key in ("env", "path", "valuesFile", "chartHome", "configHome"):  # PatchTransformer, helm, ...
         add(config.get(key))
     items = config.get("replacements")
@@ -333,9 +333,11 @@ def _references(doc: GoStruct) -> list[str]:
     """Every local path a kustomization may read (files, directories), as written."""
     out: list[str] = []
 
-    def add(value: Any) -> None:
+    # only a generator's ``files`` entry is ``[key=]path`` (kustomize api/kv ParseFileSource);
+    # every other path is read as written, an ``=`` in it included
+    def add(value: Any, *, keyed: bool = False) -> None:
         if isinstance(value, str) and value.strip():
-            out.append(value.split("=", 1)[-1] if "=" in value else value)
+            out.append(value.split("=", 1)[-1] if keyed and "=" in value else value)
 
     for field in (*_DIR_FIELDS, *_FILE_FIELDS):
         items = doc.get(field)
@@ -353,7 +355,7 @@ def _references(doc: GoStruct) -> list[str]:
                 continue
             for key in ("files", "envs"):
                 for value in item.get(key) or [] if isinstance(item.get(key), list) else []:
-                    add(value)
+                    add(value, keyed=key == "files")
             add(item.get("env"))
     for item in doc.get("helmCharts") or [] if isinstance(doc.get("helmCharts"), list) else []:
         if isinstance(item, GoStruct):

@@ -43,9 +43,17 @@ FORMAT = "driftguard-render-fingerprint 1"
 NONDETERMINISTIC = (
     # helm: the cluster (helm pkg/engine/lookup_func.go)
     "lookup",
-    # sprig v3 (functions.go genericMap): time
+    # sprig v3 (functions.go genericMap): time. date.go dateInZone formats time.Now() for any
+    # argument that is not a time or a Go integer (a string, or a number from values: float64),
+    # and durationRound measures time.Since a time given to it
     "now",
     "ago",
+    "date",
+    "date_in_zone",
+    "dateInZone",
+    "htmlDate",
+    "htmlDateInZone",
+    "durationRound",
     # random strings, numbers, bytes, order, identifiers
     "randAlphaNum",
     "randAlpha",
@@ -72,8 +80,8 @@ NONDETERMINISTIC = (
 )
 """Template functions whose result is not a function of the render's inputs: never cached.
 
-``date``, ``dateInZone``, ``htmlDate``, ``dateModify`` and ``unixEpoch`` are only
-nondeterministic when given ``now`` (listed); ``derivePassword`` and the hashes are deterministic.
+``dateModify``, ``toDate`` and ``unixEpoch`` are only nondeterministic when given ``now`` (listed);
+``derivePassword`` and the hashes are deterministic.
 """
 
 # a function name as a word, not a field (``.Values.now``) or a variable (``$now``); alternation of
@@ -82,6 +90,27 @@ _CALLS_B = re.compile(
     rb"(?<![\w.$])(" + "|".join(sorted(NONDETERMINISTIC, key=len, reverse=True)).encode() + rb")(?!\w)"
 )
 _TPL_B = re.compile(rb"(?<![\w.$])tpl(?!\w)")
+# sprig's keys and values walk a Go map: their order differs from render to render (measured with
+# the real helm) unless sorted in the same action; a comment action calls nothing
+_MAP_ORDER_B = re.compile(rb"(?<![\w.$])(keys|values)(?!\w)")
+_ACTION_B = re.compile(rb"\{\{(.*?)\}\}", re.S)
+_SORTED_B = re.compile(rb"(?<![\w.$])sortAlpha(?!\w)")
+
+
+def _map_order(data: bytes) -> str:
+    """``keys`` or ``values`` when an action calls one without ``sortAlpha`` in that action, else ''."""
+    if not _MAP_ORDER_B.search(data):
+        return ""
+    for action in _ACTION_B.finditer(data):
+        body = action.group(1).lstrip(b"- \t\r\n")
+        if body.startswith(b"/*"):
+            continue
+        found = _MAP_ORDER_B.search(body)
+        if found and not _SORTED_B.search(body):
+            return found.group(1).decode()
+    return ""
+
+
 _SCHEMA_REF_B = re.compile(rb'"\$(?:ref|dynamicRef|recursiveRef)"[ \t\r\n]*+:[ \t\r\n]*+"(?!#)')
 
 # the revision changes on every commit and no render output depends on it (the shrink guard's
@@ -109,6 +138,11 @@ _ENV_SKIPPED = frozenset(
     )
 )
 _ENV_PREFIXES = ("ARGOCD_", "PARAM_", "DRIFTGUARD_", "KUBE_VERSION", "KUBE_API_VERSIONS")
+
+MAX_ARCHIVE_DEPTH = 4
+"""Subchart archives inside subchart archives scanned at most this deep (cmp_plugin/helmchart/schema_refs.py)."""
+MAX_ARCHIVE_BYTES = 100 << 20
+"""Bytes the subchart archives of one render may unpack to in all and still be scanned."""
 
 MAX_ENTRIES = 200_000
 """Directory entries hashed for one render (confine.MAX_ENTRIES refuses more before this)."""
@@ -184,6 +218,8 @@ def compute(
         walk.file(file, _relative(file, root))
     if walk.entries > MAX_ENTRIES:
         return Fingerprint(None, f"more than {MAX_ENTRIES} files", walk.files, walk.bytes)
+    if walk.unreadable:
+        return Fingerprint(None, walk.unreadable, walk.files, walk.bytes)
     if walk.schema_ref:
         return Fingerprint(None, f"{walk.schema_ref} refers to another schema", walk.files, walk.bytes)
     found = walk.nondeterministic(env)
@@ -277,6 +313,10 @@ class _Walk:
         self.files = 0
         self.bytes = 0
         self.schema_ref = ""
+        self.unreadable = ""
+        self.unpacked = 0
+        """Bytes unpacked from subchart archives so far (MAX_ARCHIVE_BYTES in all)."""
+        """Why an archive's content could not be scanned: the render is not cacheable."""
         self.calls: list[str] = []
         self.uses_tpl = False
         self.texts: list[tuple[str, bytes]] = []
@@ -307,11 +347,20 @@ class _Walk:
                 path = entry.path
                 name = f"{rel}/{entry.name}"
                 if entry.is_symlink():
-                    _feed(self.h, "link", f"{name} {_relative(os.path.realpath(path), self.root)}")
                     path = os.path.realpath(path)
+                    if path != self.root and not path.startswith(self.root.rstrip("/") + "/"):
+                        # never followed out of the checkout (a device, the whole file system): the
+                        # directory renderer refuses it as it reads, after this walk
+                        self.unreadable = (
+                            self.unreadable or f"{name} is a symlink that leads outside the checkout"
+                        )
+                        continue
+                    _feed(self.h, "link", f"{name} {_relative(path, self.root)}")
                 if os.path.isdir(path):
                     if shallow:
                         _feed(self.h, "dir-entry", name)
+                        if not entry.is_symlink():
+                            self.names(path, name)
                     elif path not in self.seen:
                         self.seen.add(path)
                         stack.append((path, name))
@@ -319,6 +368,28 @@ class _Walk:
                         _feed(self.h, "seen-dir", name)
                 else:
                     self.file(path, name)
+
+    def names(self, top: str, rel: str) -> None:
+        """The name of every entry below a directory the render does not read: the stray-artifacts
+        guard walks the whole app directory by name (os.walk, symlinks not followed, no .git)."""
+        stack = [(top, rel)]
+        while stack:
+            here, rel = stack.pop()
+            try:
+                listing = sorted(os.scandir(here), key=lambda e: e.name)
+            except OSError as exc:
+                _feed(self.h, "unreadable", f"{rel} {exc.errno}")
+                continue
+            for entry in listing:
+                self.entries += 1
+                if self.entries > MAX_ENTRIES or entry.name == ".git":
+                    continue
+                name = f"{rel}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    _feed(self.h, "name-dir", name)
+                    stack.append((entry.path, name))
+                else:
+                    _feed(self.h, "name", name)
 
     def file(self, path: str, name: str) -> None:
         try:
@@ -329,21 +400,72 @@ class _Walk:
             return
         self.files += 1
         self.bytes += len(data)
-        self.h.update(b"file %d %d\0" % (len(name.encode()), len(data)) + name.encode() + b"\0")  # type: ignore[attr-defined]
+        raw = name.encode(errors="surrogateescape")  # git stores any bytes as a name
+        self.h.update(b"file %d %d\0" % (len(raw), len(data)) + raw + b"\0")  # type: ignore[attr-defined]
         self.h.update(data)  # type: ignore[attr-defined]
         if not self.templates:
             return
+        self._scan(name, data)
+        if name.endswith(".tgz") and os.path.basename(os.path.dirname(name)) == "charts":
+            self._archive(name, data, depth=1)
+
+    def _scan(self, name: str, data: bytes) -> None:
+        """Note the calls of a template, and keep every other file for ``tpl``."""
         base = os.path.basename(name)
         if "/templates/" in f"/{name}" or base.endswith(".tpl"):
             match = _CALLS_B.search(data)
             if match:
                 self.calls.append(f"{name} calls {match.group(1).decode()}")
+            elif order := _map_order(data):
+                self.calls.append(f"{name} calls {order} without sortAlpha (a map's order)")
             if not self.uses_tpl and _TPL_B.search(data):
                 self.uses_tpl = True
         else:
             if base == "values.schema.json" and not self.schema_ref and _SCHEMA_REF_B.search(data):
                 self.schema_ref = name
             self.texts.append((name, data))
+
+    def _archive(self, name: str, data: bytes, *, depth: int) -> None:
+        """A subchart archive: helm renders the templates inside it (pkg/chart/loader/load.go loads a
+        ``.tgz`` under ``charts/`` with LoadArchive, and so on inside it), so they are scanned as
+        files on disk are; its bytes are already hashed. One that cannot be read whole, nested too
+        deep or larger than helm loads is not cacheable."""
+        import io
+        import tarfile
+
+        if depth > MAX_ARCHIVE_DEPTH:
+            self.unreadable = (
+                self.unreadable or f"{name}: subchart archives nested more than {MAX_ARCHIVE_DEPTH} deep"
+            )
+            return
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+                for member in tar:
+                    self.entries += 1  # members count as directory entries do (MAX_ENTRIES)
+                    if self.entries > MAX_ENTRIES:
+                        return
+                    if not member.isfile():
+                        continue
+                    self.unpacked += member.size  # all archives together: no bomb of many bombs
+                    if self.unpacked > MAX_ARCHIVE_BYTES:
+                        self.unreadable = (
+                            self.unreadable
+                            or f"{name}: subchart archives unpack to more than {MAX_ARCHIVE_BYTES} bytes"
+                        )
+                        return
+                    f = tar.extractfile(member)
+                    if f is None:
+                        continue
+                    inner = f.read()
+                    where = f"{name}:{member.name}"
+                    self._scan(f"{name}/{member.name}", inner)
+                    parent = member.name.rsplit("/", 2)[-2] if "/" in member.name else ""
+                    if member.name.endswith(".tgz") and parent == "charts":
+                        self._archive(where, inner, depth=depth + 1)
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            self.unreadable = (
+                self.unreadable or f"{name} is not a readable chart archive ({type(exc).__name__})"
+            )
 
     def nondeterministic(self, env: AppEnv) -> str:
         """Why the render is not a function of its inputs, or ''."""
@@ -356,6 +478,9 @@ class _Walk:
             match = _CALLS_B.search(data)
             if match:
                 return f"{name} holds {match.group(1).decode()}, and a template renders it with tpl"
+            order = _map_order(data)
+            if order:
+                return f"{name} holds {order} without sortAlpha, and a template renders it with tpl"
         for value in env.params.values():
             match = _CALLS_B.search(repr(value).encode(errors="replace"))
             if match:

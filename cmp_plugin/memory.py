@@ -27,7 +27,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["HEADROOM", "budget", "container_limit", "effective_cap", "hold_slot", "tree_rss", "try_slot"]
+__all__ = [
+    "HEADROOM",
+    "budget",
+    "container_limit",
+    "effective_cap",
+    "hold_slot",
+    "release_slot",
+    "tree_rss",
+    "try_slot",
+]
 
 MiB = 1024 * 1024
 HEADROOM = 128 * MiB
@@ -161,6 +170,14 @@ def try_slot(environ: Mapping[str, str], cache: str) -> bool:
         _slot_fd = fd  # held until this process exits: the kernel releases it however that happens
         return True
     return False
+
+
+def release_slot() -> None:
+    """Give this process's render slot back (a background proof between its renders: proof_background.py)."""
+    global _slot_fd
+    if _slot_fd >= 0:
+        fd, _slot_fd = _slot_fd, -1
+        os.close(fd)
 
 
 def hold_slot(environ: Mapping[str, str], cache: str, *, deadline: float) -> None:

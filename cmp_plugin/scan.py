@@ -22,17 +22,27 @@ import re
 from bisect import bisect_right
 from typing import Any, NamedTuple
 
-from cmp_plugin.scan_docs import _crd_spec
+from cmp_plugin.scan_docs import _crd_spec, _flow_identity
+from cmp_plugin.scan_rules import (
+    _EMPTY,
+    _HIDING,
+    _children,
+    _hidden,
+    _hook_or_escape,
+    _hook_or_items,
+    _identity,
+    _in_metadata,
+    may_decide_kept,
+)
 from cmp_plugin.scan_scalars import _multiline_flow_scalars
 from cmp_plugin.scan_text import (
-    _FIRST_CHILD,
+    _AFTER_END,
+    _DOC_END,
     _NEXT_TOP,
     _YAML_WORDS_LIST,
-    _api_kind,
     _identity2,
-    _with_meta,
 )
-from driftguard.errors import LimitExceeded
+from driftguard.errors import LimitExceeded, ManifestError
 from driftguard.manifests import (
     CLUSTER_SCOPED,
     DEFAULT_LIMITS,
@@ -98,12 +108,42 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
 
 # helm's layout of a document's start. Each value is a plain word that YAML reads as a string: it
 # starts with a letter or "_" (so it is no number) and is none of YAML 1.1's boolean/null words.
-_WORD = r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\n)([A-Za-z_][A-Za-z0-9_./-]*)[ \t]*\n"
+# Line ends may be CRLF. The marker line may carry a comment, and comment or blank lines may come
+# before apiVersion (a "# Source:" among them, not first, fails the Source count below).
+_NOT_A_WORD = r"(?!(?:" + "|".join(sorted(_YAML_WORDS_LIST)) + r")[ \t]*\r?(?:\n|\Z))"
+
+
+def _word(group: str, *, last: bool = False) -> str:
+    """A plain word that YAML reads as a string, in ``group``, and its line's end (``last``: the
+    newline is left to the next document's "\n---", for a document that ends with this line)."""
+    end = r"[ \t]*\r?(?=\n|\Z)" if last else r"[ \t]*\r?\n"
+    return _NOT_A_WORD + rf"(?P<{group}>[A-Za-z_][A-Za-z0-9_./-]*)" + end
+
+
 _HELM_HEAD = re.compile(
-    r"\n---[ \t]*\n"
-    r"(?:# Source: ([^\n]*)\n)?"
-    r"apiVersion: " + _WORD + r"kind: " + _WORD + r"metadata:[ \t]*\n"
-    r"  name: " + _WORD + r"(?:  namespace: " + _WORD + r")?"
+    r"\n---(?:[ \t]+#[^\n]*+)?[ \t]*\r?\n"
+    r"(?:# Source: (?P<src>[^\n]*)\n)?"
+    r"(?:#[^\n]*+\n|[ \t]*+\r?\n)*+"
+    r"(?:apiVersion: "
+    + _word("api")
+    + r"kind: "
+    + _word("kind")
+    + r"|kind: "
+    + _word("kind2")
+    + r"apiVersion: "
+    + _word("api2")
+    + r")"
+    r"metadata:[ \t]*\r?\n"
+    # metadata's children two or four spaces in; other children before its name (kustomize's
+    # order: annotations, labels, name), each a key line and its deeper lines; name and namespace
+    # lines at that indentation are counted over the whole stream
+    r"(?=(?P<ind>  |    )[^ \r\n])"
+    r"(?:(?P=ind)(?!name:|namespace:|generateName:)[A-Za-z0-9_./-]+:[^\n]*+\n(?:(?P=ind) [^\n]*+\n|[ \t]*+\r?\n)*+)*+"
+    r"(?P=ind)name: "
+    + _word("name", last=True)
+    + r"(?:\n(?P=ind)namespace: "
+    + _word("ns", last=True)
+    + r")?"
 )
 _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
 # like _ODD_TOP, but a column-0 sequence item ("rules:\n- apiGroups: ...") is fine here: it belongs
@@ -111,35 +151,56 @@ _IDENTITY_TOP = re.compile(r"\n(?:apiVersion|kind|metadata):")
 _ODD_TOP_HELM = re.compile(
     r"\n(?=[^ \r\n#])(?!---(?:[ \t\r\n]|$))(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$))"
 )
-_IDENTITY_CHILD2 = re.compile(r"\n  (?:name|namespace|generateName):")
+_IDENTITY_CHILD = {ind: re.compile(rf"\n{ind}(?:name|namespace|generateName):") for ind in ("  ", "    ")}
+# ... and a "..." document-end marker is fine too (what follows it is checked apart)
+_ODD_TOP_HELM_END = re.compile(_ODD_TOP_HELM.pattern + r"(?!\.\.\.(?:[ \t]|\r?\n|\r?$))")
 
 
 def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
-    """Tier 1: every document in helm's layout, proved by whole-stream counts; None when unsure."""
+    """Tier 1: every document in helm's layout, proved by whole-stream counts; None when unsure.
+
+    A stream whose first document has no "---" (kustomize's, kubectl's) is read with one put
+    before it, each line number then one less (the first document's stays 1, as the parser's).
+    """
     if not text.startswith("---"):
-        return None
+        if text.startswith("%"):
+            return None  # a directive: "---" may not go before it
+        marked = _scan_helm("---\n" + text, source=source, limits=limits)
+        return None if marked is None else [d._replace(line=max(1, d.line - 1)) for d in marked]
     nl = "\n" + text
     heads = list(_HELM_HEAD.finditer(nl))
     n = len(heads)
     if n == 0 or n > limits.max_documents or heads[0].start() != 0:
         return None
-    if len(DOC_START.findall(nl)) != n or ("\t" in nl and _TABS.search(nl)) or _ODD_TOP_HELM.search(nl):
+    if len(DOC_START.findall(nl)) != n or ("\t" in nl and _TABS.search(nl)) or _ODD_TOP_HELM_END.search(nl):
         return None  # a document not in helm's layout, tab indentation, or an odd column-0 line
+    if "\n..." in nl:  # document-end markers: only comments and more markers up to the next "---"
+        starts = [m.start() for m in heads]
+        for m in _DOC_END.finditer(nl):
+            i = bisect_right(starts, m.start())
+            if _AFTER_END.fullmatch(text, m.start(), starts[i] if i < n else len(text)) is None:
+                return None
     if len(_IDENTITY_TOP.findall(nl)) != 3 * n:
         return None  # some document repeats apiVersion, kind or metadata (or hides one in a scalar)
-    namespaces = sum(1 for m in heads if m.group(5) is not None)
-    if len(_IDENTITY_CHILD2.findall(nl)) != n + namespaces:
-        return None  # a name/namespace/generateName line the head did not account for
-    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group(1) is not None):
+    lines: dict[str, int] = {}  # name and namespace lines the heads read, by indentation
+    for m in heads:
+        ind = m.group("ind")
+        lines[ind] = lines.get(ind, 0) + (1 if m.group("ns") is None else 2)
+    for ind, read in lines.items():
+        if len(_IDENTITY_CHILD[ind].findall(nl)) != read:
+            return None  # a name/namespace/generateName line the heads did not account for
+    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group("src") is not None):
         return None
     for m in heads:
-        if _HEAD_CONTINUED.match(nl, m.end()):
+        k = len(m.group("ind"))  # metadata's children: two or four spaces in
+        if _HEAD_CONTINUED[k].match(nl, m.end()):
             return None  # the head's last value continued on a deeper line: tier 2 parses it
-        # the rest of metadata (after the head's name/namespace line): every line at indent 2 a
-        # plain ``key:``, none at indent 1. A quoted, explicit (``?``), merge (``<<``) or spaced
-        # (``namespace  :``) key there may be a second name or namespace Go reads last.
+        # the rest of metadata (after the head's name/namespace line): every line at metadata's
+        # indent a plain ``key:`` (or ``- item``), none less indented. A quoted, explicit (``?``),
+        # merge (``<<``) or spaced (``namespace  :``) key there may be a second name or namespace
+        # Go reads last.
         nxt = _NEXT_TOP.search(nl, m.end() - 1)
-        if _ODD2.search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
+        if _children(k)[1].search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
             return None
     docs: list[Doc] = []
     append = docs.append
@@ -150,8 +211,9 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         at = m.start()  # in nl: the newline before this document's "---", i.e. its offset in text
         line += count("\n", prev, at)
         prev = at
-        src, api, kind, name, namespace = m.groups()
-        src = src.strip(" \t") if src is not None else None
+        src, name, namespace = m.group("src", "name", "ns")
+        api, kind = m.group("api") or m.group("api2"), m.group("kind") or m.group("kind2")
+        src = src.strip(" \t\r") if src is not None else None
         end = heads[i + 1].start() if i + 1 < n else len(text)
         if kind.endswith("List") or kind == "CustomResourceDefinition" or decides(text, at, end):
             # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
@@ -178,17 +240,37 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     # every pattern starts with "\n" (the engine then jumps from newline to newline), so prefix one:
     # a match at m.start() in ``nl`` is a line that starts at m.start() in ``text``
     nl = "\n" + text
+    ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
     odd = {
         _doc_of(offsets, m.start())
         for rx in (_TABS, _ODD_TOP)
         if rx is not _TABS or "\t" in nl
         for m in rx.finditer(nl)
     }
-    odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl)}
-    odd |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
-    decides = may_decide_kept if any(c in text for c in _HIDING) else _hook_or_items
-    odd |= {i for i, (_, chunk) in enumerate(chunks) if decides(chunk, 0, len(chunk))}
-    ends = [o + len(c) for o, (_, c) in zip(offsets, chunks, strict=True)]
+    odd |= {_doc_of(offsets, at) for at in _multiline_flow_scalars(nl, skip=(offsets, ends, odd))}
+    # content on a "---" line (every such line starts a document): the parser reads it
+    odd |= {
+        i for i, (_, chunk) in enumerate(chunks) if chunk[3:4] in (" ", "\t") and _MARKER_CONTENT.match(chunk)
+    }
+    # a document-end marker (only comments and markers may follow it), and a top-level items key:
+    # what decides Argo CD's reading (hooks, Lists) is parsed, but a List's items may be scanned
+    listed: set[int] = set()
+    ended: set[int] = set()
+    for m in _END_OR_ITEMS.finditer(nl):
+        i = _doc_of(offsets, m.start())
+        if m.group(1) is None:
+            listed.add(i)
+        elif i not in ended:
+            ended.add(i)
+            if _AFTER_END.fullmatch(text, m.start(), ends[i]) is None:
+                odd.add(i)
+    # parsed, never read by the flow or List readers: a hook key or an escape (``_hook_or_escape``),
+    # an identity value continued on a deeper line, a tag or a line break other than LF
+    # (``may_decide_kept``: go-yaml reads what a line scanner does not)
+    argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
+    argo |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
+    if any(c in text for c in _HIDING):
+        argo |= {i for i, (_, chunk) in enumerate(chunks) if _hidden(chunk, 0, len(chunk))}
     tops: list[dict[str, tuple[str, int]]] = [{} for _ in chunks]
     meta_ranges: dict[int, tuple[int, int]] = {}  # doc -> [start, end) of its metadata block in text
     i = 0
@@ -212,23 +294,31 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if key == "metadata":
             meta_ranges[i] = (m.end(), ends[i])
             open_meta = i
-    # the common layout: metadata's children two spaces in; read them for every document at once
+    # the common layouts: metadata's children n spaces in, n the same for many documents (2, 4);
+    # read them for every document of each n at once
+    indent: dict[int, int] = {}
+    for i, (lo, hi) in meta_ranges.items():
+        first = _META_INDENT.match(text, lo, hi)
+        if first is not None:
+            indent[i] = first.end() - lo - 1
     children: dict[int, dict[str, str]] = {}
-    for rx, record in ((_CHILD2, True), (_ODD2, False)):
-        i = 0
-        for m in rx.finditer(nl):
+    passes = [
+        (rx, rec, n)
+        for n in sorted(set(indent.values()))
+        for rx, rec in zip(_children(n), (True, False), strict=True)
+    ]
+    for rx, record, n in passes:
+        for i, m in _in_metadata(rx, nl, n, indent, meta_ranges, offsets):
             at = m.start()
-            while i < last and offsets[i + 1] <= at:
-                i += 1
             span = meta_ranges.get(i)
-            if span is None or not span[0] <= at < span[1]:
+            if span is None or not span[0] <= at < span[1] or indent.get(i) != n:
                 continue
             if not record:
                 odd.add(i)
                 continue
             rest = m.group(2)
             if rest and rest[0] not in " \t\r":
-                continue  # "name:value" is no key line (_ODD2 has marked it)
+                continue  # "name:value" is no key line (the odd-line pass has marked it)
             found = children.setdefault(i, {})
             if m.group(1) in found:
                 odd.add(i)
@@ -238,11 +328,19 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
     docs: list[Doc] = []
     for i, (line, chunk) in enumerate(chunks):
-        if i in odd:
+        if i in argo:
             fast = None
+        elif i in listed:
+            items = None if i in odd else _list_items(text, tops[i], ends[i], limits=limits)
+            if items is not None:
+                src = sources.get(i, source)
+                docs += [d._replace(source=src, line=line) for d in items]
+                continue
+            fast = None
+        elif i in odd:
+            fast = _flow_identity(chunk)
         else:
-            span = meta_ranges.get(i)
-            if span is not None and _INDENT2.match(text, span[0], span[1]):
+            if i in indent:
                 fast = _identity2(tops[i], children.get(i, {}))
             else:
                 fast = _identity(text, tops[i], ends[i])
@@ -260,55 +358,6 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
     return docs
-
-
-def may_decide_kept(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] may hold what decides if Argo CD keeps a resource: parse it then.
-
-    A hook annotation key (``argocd.argoproj.io/hook``, ``helm.sh/hook``) always holds ``/hook``
-    literally unless a double-quoted scalar spells it with escapes; a top-level ``items`` key
-    (List flattening, null lists) is a column-0 ``items:`` line (a quoted or spaced one is an odd
-    line the parser reads anyway). cmp_plugin/target.py decides from the parsed object.
-
-    Two more ways to hide them from a line scanner are parsed too. go-yaml v2 (Argo CD's YAML:
-    sigs.k8s.io/yaml over go.yaml.in/yaml/v2) ends a line at CR, NEL, LS and PS as at LF
-    (yamlprivateh.go ``is_break``), so ``spec: {}<CR>items: []`` has a top-level ``items`` key;
-    and it decodes a ``!!binary`` scalar to a string (decode.go ``scalar``), a mapping key too,
-    so ``!!binary YXJnb2Nk...: PreSync`` is a hook annotation: every document with a tag is parsed.
-    """
-    return _hook_or_items(text, start, end) or _hidden(text, start, end)
-
-
-def _hook_or_items(text: str, start: int, end: int) -> bool:
-    """A hook key, an ``items:`` line or an escape in text[start:end] (``may_decide_kept``)."""
-    if text.find("/hook", start, end) >= 0 or text.find("\nitems:", start, end) >= 0:
-        return True
-    if text.startswith("items:", start):
-        return True
-    return text.find("\\", start, end) >= 0 and text.find('"', start, end) >= 0
-
-
-_HIDING = "!\r\x85\u2028\u2029"
-"""Characters ``_hidden`` looks for: a stream without any skips it for every document."""
-
-
-def _hidden(text: str, start: int, end: int) -> bool:
-    """A tag or a line break other than LF in text[start:end] (``may_decide_kept``)."""
-    # str.find first (memchr): a regular expression tried at every offset of every document cost
-    # more than the whole helm tier
-    bang = text.find("!", start, end)
-    if bang >= 0 and (bang == start or _TAG.search(text, bang - 1, end)):
-        return True
-    if any(text.find(c, start, end) >= 0 for c in "\x85\u2028\u2029"):
-        return True
-    cr = text.find("\r", start, end)
-    return cr >= 0 and _LONE_CR.search(text, cr, end) is not None
-
-
-# a line break go-yaml reads and the line scanner does not (besides NEL, LS, PS): CR not before LF
-_LONE_CR = re.compile(r"\r(?!\n)")
-# a tag's "!" (or one in text: only a parse then) after a blank, a break or a flow indicator
-_TAG = re.compile(r"[ \t\r\n\[{,]!")
 
 
 def _doc_of(offsets: list[int], at: int) -> int:
@@ -366,67 +415,78 @@ def keys_of(docs: list[Doc], *, default_namespace: str) -> list[ResourceKey]:
     return keys
 
 
-_EMPTY: Any = object()
-
-
 _TABS = re.compile(r"\n *\t")
 # an identity key's plain value continued on a deeper line (after blank lines or not): YAML folds
 # it in, ``kind: PersistentVolumeClaim`` + `` x`` is the kind ``PersistentVolumeClaim x``
 # after helm's head (apiVersion, kind, metadata, name[, namespace] on consecutive lines) only its
-# last value can go on: a line deeper than metadata's keys right after it (blank lines between)
-_HEAD_CONTINUED = re.compile(r"(?:[ \t]*+\r?\n)*+ {3,}+[^ \t\r\n#]")
+# last value can go on: a line deeper than metadata's keys right after it (blank lines between),
+# by metadata's indentation in the head (two or four spaces)
+_HEAD_CONTINUED = {k: re.compile(rf"(?:[ \t]*+\r?\n)*+ {{{k + 1},}}+[^ \t\r\n#]") for k in (2, 4)}
 _CONTINUED = re.compile(
     r"\n( *+)(?:apiVersion|kind|name|namespace|generateName):[ \t]++[^ \t\r\n#][^\n]*+\n"
     r"(?:[ \t]*+\r?\n)*+\1 ++[^ \t\r\n#]"
 )
-# a column-0 line that is neither blank, a comment, a document marker, nor `key:` / `key: value`
-# (a column-0 "- item" belongs to the key above it, as kubectl and helm print "rules:\n- ...")
-_ODD_TOP = _ODD_TOP_HELM
+# a column-0 line that is neither blank, a comment, a document marker (start or end), nor `key:` /
+# `key: value` (a column-0 "- item" belongs to the key above it, as kubectl and helm print
+# "rules:\n- ..."); what may follow a "..." line is checked apart (_AFTER_END)
+_ODD_TOP = _ODD_TOP_HELM_END
+# a "---" line with more than blanks and a comment on it ("--- {kind: ...}", "--- |"): only the
+# parser reads a document that starts on its marker's line
+_MARKER_CONTENT = re.compile(r"---[ \t]++(?=[^ \t\r\n#]|\r(?!\n|$))")
+_END_OR_ITEMS = re.compile(r"\n(?:(\.\.\.)(?=[ \t\r\n]|$)|items:)")
 # the rest of the line is taken whole and stripped in Python: a lazy value followed by optional
 # blanks backtracks quadratically over a long run of blanks (20 KB: 22 s)
 _TOP = re.compile(r"\n([A-Za-z0-9_.-]+):([^\n]*)")
 _SOURCE = re.compile(r"\n# Source: ([^\n]*)")
-_by_indent: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]] = {}
 
 
-def _patterns(n: int) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]:
-    """(identity keys, odd lines at metadata's level, outdented lines) for child indent ``n``."""
-    found = _by_indent.get(n)
-    if found is None:
-        keys = re.compile(rf"^ {{{n}}}(name|namespace|generateName):([^\n]*)", re.M)
-        # a "- item" at metadata's indentation is the compact sequence of the key above it
-        odd = re.compile(
-            rf"^ {{{n}}}(?=[^ \r\n#])(?!-(?:[ \t]|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?$))", re.M
+# metadata's first line: its children's indentation
+_META_INDENT = re.compile(r" +[^ \r\n#]")
+
+
+# --- the items of a List, scanned as documents of their own -------------------------------------
+_ITEMS_END = re.compile(r"\n(?=[^ \r\n#-]|-[^ \t\r\n])")
+_FIRST_ITEM = re.compile(r"\n( *+)(?=[^ \r\n#])")
+_ITEM_RX: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits: Limits) -> list[Doc] | None:
+    """The items of a document whose ``items`` is a block sequence of block mappings (a List).
+
+    Argo CD keeps the items, not the List (driftguard/manifests.py ``_flatten``). The sequence's
+    items, each moved left by its own indentation, are scanned as a stream of documents of their
+    own; None (parse the whole document) when any line is less indented than an item's keys, an
+    item is no plain mapping (``-`` alone, a comment or a nested item on its first line), a moved
+    line would read as a document marker, or any item needs the parser (hooks, nested items).
+    """
+    found = top.get("items")
+    if found is None or (found[0] and not found[0].startswith("#")):
+        return None  # "items: []", flow items, an anchor: the parser reads them
+    start = found[1]
+    stop = _ITEMS_END.search(text, start, end)
+    region = text[start : stop.start() if stop else end]
+    first = _FIRST_ITEM.search(region)
+    if first is None:
+        return None
+    k = len(first.group(1))
+    rx = _ITEM_RX.get(k)
+    if rx is None:
+        rx = _ITEM_RX[k] = (
+            re.compile(rf"\n {{{k}}}- (?=[^ \t\r\n#])"),
+            re.compile(rf"\n(?! {{{k}}}- (?=[^ \t\r\n#]))(?= {{0,{k + 1}}}[^ \r\n])"),
+            re.compile(rf"\n {{{k + 2}}}(?:---|\.\.\.)(?=[ \t\r\n]|$)"),
         )
-        out = re.compile(rf"^ {{1,{n - 1}}}(?=[^ \r\n#])", re.M) if n > 1 else None
-        found = _by_indent[n] = (keys, odd, out)
-    return found
-
-
-_CHILD2 = re.compile(r"\n  (name|namespace|generateName):([^\n]*)")
-# inside metadata: a line at indent 1, or at indent 2 that is not `key:`: the parser decides
-_ODD2 = re.compile(
-    r"\n(?: (?=[^ \r\n#])|  (?=[^ \r\n#])(?!-(?:[ \t]|\r?\n|\r?$))(?![A-Za-z0-9_.-]+:(?:[ \t]|\r?\n|\r?$)))"
-)
-_INDENT2 = re.compile(r"  [^ \r\n#]")
-
-
-def _identity(text: str, top: dict[str, tuple[str, int]], end: int) -> Any:
-    """(apiVersion, kind, name, namespace) from a plain block document; _EMPTY; or None (parse it)."""
-    if not top:
-        return _EMPTY
-    meta_top = top.get("metadata")
-    head = _api_kind(meta_top, top)
-    if meta_top is None or head is None:
+    item, bad, marker = rx
+    if bad.search(region) or marker.search(region):
         return None
-    start = meta_top[1] + 1
-    nxt = _NEXT_TOP.search(text, start - 1, end)
-    block = text[start : nxt.start() + 1 if nxt else end]
-    first_child = _FIRST_CHILD.search(block)
-    if first_child is None:
+    count = len(item.findall(region))
+    moved = item.sub("\n---\n", region)
+    moved = moved.replace("\n" + " " * (k + 2), "\n")
+    try:
+        items = moved[1:]
+        docs = _scan_helm(items, source="", limits=limits) or _scan_general(items, source="", limits=limits)
+    except ManifestError:  # the parser words it for the whole document
         return None
-    keys, odd, outdented = _patterns(len(first_child.group(1)))
-    if odd.search(block) or (outdented is not None and outdented.search(block)):
-        return None  # "- item", flow, complex keys or outdented lines in metadata: let the parser decide
-    pairs = [(k, v.strip(" \t\r")) for k, v in keys.findall(block) if not v or v[0] in " \t\r"]
-    return _with_meta(*head, pairs)
+    if len(docs) != count or any(d.obj is not None for d in docs):
+        return None
+    return docs

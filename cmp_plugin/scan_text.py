@@ -20,6 +20,10 @@ _YAML_WORDS_LIST = (
 )  # fmt: skip
 
 _PLAIN_BAD_START = set("&*!|>{[%@`'\"?,-#")
+# a document-end marker, and what may follow it up to the next "---": blank lines, comments and
+# more markers (anything else is an error for the parser: "did not find expected <document start>")
+_DOC_END = re.compile(r"\n\.\.\.(?=[ \t\r\n]|$)")
+_AFTER_END = re.compile(r"(?:(?:\.\.\.(?=[ \t\r\n]|\Z))?[ \t]*+(?:#[^\n]*+)?\r?+(?:\n|\Z))*+")
 # the next column-0 line that is not a comment, searched from the newline before a line: anchored
 # on "\n", so the engine jumps from newline to newline (a ``^`` in MULTILINE mode is tried at every
 # character: 8 ms for a 1.4 MB CRD where this takes a fraction of one)
@@ -28,7 +32,7 @@ _FIRST_CHILD = re.compile(r"^( +)(?=[^ \r\n#])", re.M)
 
 
 def _identity2(top: dict[str, tuple[str, int]], meta: dict[str, str]) -> Any:
-    """The identity when metadata's children sit two spaces in (read by the stream-wide passes)."""
+    """The identity when metadata's children were read by the stream-wide passes (``_children``)."""
     head = _api_kind(top["metadata"], top)
     return None if head is None else _with_meta(*head, meta.items())
 

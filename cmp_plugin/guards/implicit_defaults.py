@@ -22,11 +22,11 @@ template:line.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cmp_plugin.content_cache import cache_get, cache_put
 from cmp_plugin.guards.base import RENDER, GuardBase, GuardContext
-from cmp_plugin.helmchart.flip_proof import PARALLEL, ProofRun, content_digest
+from cmp_plugin.helmchart.flip_proof import PARALLEL, ProofRun, content_digest, render_kept
 from cmp_plugin.helmchart.implicit import (
     DISABLED,
     FALSY,
@@ -34,20 +34,23 @@ from cmp_plugin.helmchart.implicit import (
     NOT_DECIDING,
     NOT_ON,
     NOT_RENDERED,
+    NOTE,
     PENDING,
     REPEATS,
     SET,
+    VERDICTS_VERSION,
     Finding,
     Prepared,
     by_key,
     classify,
+    dump_switches,
     findings,
     flips_of,
+    load_switches,
     prepare,
     prove,
     supplied_values,
 )
-from cmp_plugin.helmchart.switches import Gate
 from driftguard.errors import GuardRefusal, InputError
 
 if TYPE_CHECKING:
@@ -55,7 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NOTE", "ImplicitDefaultsGuard", "explain", "summary_line"]
 
-NOTE = "implicit-defaults"
 SHOWN_KEYS = 4
 MIN_BUDGET = 0.05
 """Seconds warn mode gives the proof at least, however fast helm's own render was."""
@@ -132,40 +134,6 @@ def matches_required(key: str, required: list[str]) -> bool:
     return any(key == r or key.endswith("." + r) or fnmatch.fnmatchcase(key, r) for r in required)
 
 
-VERDICTS_VERSION = "implicit-defaults-verdicts-1"
-
-
-def dump_switches(switches: list[Finding]) -> dict[str, Any]:
-    """The guard's verdicts as JSON, for the content cache."""
-    return {"switches": [[list(f.gate), *list(f)[1:]] for f in switches]}
-
-
-def load_switches(raw: Any) -> list[Finding] | None:
-    """Verdicts read back from the content cache (None when absent or unreadable)."""
-    try:
-        out = []
-        for row in raw["switches"]:
-            g = row[0]
-            gate = Gate(
-                g[0],
-                g[1],
-                g[2],
-                g[3],
-                g[4],
-                tuple(g[5]),
-                tuple(g[6]),
-                g[7],
-                tuple((a, b) for a, b in g[8]),
-                g[9],
-            )
-            out.append(
-                Finding(gate, row[1], row[2], row[3], row[4], row[5], tuple(row[6]), row[7], row[8], row[9])
-            )
-        return out
-    except (TypeError, KeyError, ValueError, IndexError):
-        return None
-
-
 class ImplicitDefaultsGuard(GuardBase):
     name = "implicit-defaults"
     stage = RENDER
@@ -216,6 +184,7 @@ class ImplicitDefaultsGuard(GuardBase):
         if ctx.hot and mode == "warn" and not required and isinstance(began, float):
             # warn mode: at most about one more render's time (helm's own render took this long)
             budget = max(MIN_BUDGET, time.monotonic() - began)
+        classified = switches
         switches, renders = prove(
             job,
             switches,
@@ -228,6 +197,17 @@ class ImplicitDefaultsGuard(GuardBase):
         digest = ctx.notes.get(NOTE + "-digest")
         if isinstance(digest, str) and all(f.verdict != PENDING for f in switches):
             cache_put(job.settings.cache_dir, f"verdicts-{digest}", dump_switches(switches))
+        elif isinstance(digest, str) and budget is not None:
+            # the rest of the proof goes on once generate has answered (cmp_plugin/proof_background.py)
+            from cmp_plugin.proof_background import Later
+
+            ctx.notes[NOTE + "-background"] = Later(
+                job,
+                flips_of(classified, prep, job.app_dir),
+                render_kept(job, text, ctx.docs),
+                classified,
+                digest,
+            )
         return self._report(ctx, switches, renders, prep)
 
     def _report(self, ctx: GuardContext, switches: list[Finding], renders: int, prep: Prepared) -> list[str]:

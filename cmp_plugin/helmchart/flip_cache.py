@@ -37,7 +37,10 @@ def chart_digest(chart_dir: Path) -> str | None:
             total += len(data)
             if total > MAX_CHART_BYTES:
                 return None
-            h.update(f"\0{path.relative_to(chart_dir).as_posix()}\0{len(data)}\0".encode())
+            # git stores any bytes as a name: hashed as the bytes they are
+            h.update(
+                f"\0{path.relative_to(chart_dir).as_posix()}\0{len(data)}\0".encode(errors="surrogateescape")
+            )
             h.update(data)
     return str(h.hexdigest())
 

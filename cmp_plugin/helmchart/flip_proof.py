@@ -18,9 +18,6 @@ split only when needed:
 What a proof found is kept in the sidecar's cache under a digest of everything the renders read
 (every file of the chart, the values files and parameters, the helm arguments, the flips), so a
 refresh of the same revision renders nothing more.
-
-The records and limits are flip_records.py, how keys are grouped into renders flip_groups.py,
-the cache flip_cache.py; this module runs the renders.
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ REMOVES_NOTHING = "not proven: a render with it flipped removes no resource"
 HOOKS_ONLY = "not proven: a render with it flipped removes only hooks, which Argo CD runs but does not keep"
 NOT_PROVEN = "not proven"
 PENDING = (
-    "not proven yet: generate in warn mode spends about one render's time on proofs; the next render goes on"
+    "not proven yet: generate in warn mode spends about one render's time on proofs; the rest is proven "
+    "in the background for the next render"
 )
 REPEATS = "not proven on its own: removing it takes the same resources as its key"
 
@@ -427,3 +428,41 @@ def by_key(found: Iterable[Finding]) -> dict[str, list[Finding]]:
     for f in found:
         keys.setdefault(f.gate.key, []).append(f)
     return keys
+
+
+NOTE = "implicit-defaults"
+"""The key in ``GuardContext.notes`` under which the guard leaves its findings (shrink, the
+pipeline and the background proof read them)."""
+
+VERDICTS_VERSION = "implicit-defaults-verdicts-1"
+
+
+def dump_switches(switches: list[Finding]) -> dict[str, Any]:
+    """The guard's verdicts as JSON, for the content cache."""
+    return {"switches": [[list(f.gate), *list(f)[1:]] for f in switches]}
+
+
+def load_switches(raw: Any) -> list[Finding] | None:
+    """Verdicts read back from the content cache (None when absent or unreadable)."""
+    try:
+        out = []
+        for row in raw["switches"]:
+            g = row[0]
+            gate = Gate(
+                g[0],
+                g[1],
+                g[2],
+                g[3],
+                g[4],
+                tuple(g[5]),
+                tuple(g[6]),
+                g[7],
+                tuple((a, b) for a, b in g[8]),
+                g[9],
+            )
+            out.append(
+                Finding(gate, row[1], row[2], row[3], row[4], row[5], tuple(row[6]), row[7], row[8], row[9])
+            )
+        return out
+    except (TypeError, KeyError, ValueError, IndexError):
+        return None

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cmp_plugin import scan_scalars
@@ -191,16 +191,44 @@ PERTURBATIONS = [
 ]
 
 
-def helm_doc(name: str, namespace: str | None, source: bool, late_namespace: bool, extra: str) -> str:
-    head = "---\n" + ("# Source: chart/templates/t.yaml\n" if source else "")
-    meta = f"metadata:\n  name: {name}\n"
+MARKERS = ["---\n", "---\n", "--- # a note\n", "---  \n"]
+LEADS = ["", "", "# a comment\n\n", "# first\n# Source: not-first.yaml\n"]
+ENDS = ["", "", "...\n", "... # end\n# after it\n", "...\nkind: AfterTheEnd\n"]
+BEFORE_NAME = [  # metadata's children before its name (kustomize's order), some hiding a name line
+    "",
+    "",
+    "  labels:\n    a: b\n",
+    "  annotations:\n    note: |\n      name: inside\n\n  labels: {a: b}\n",
+    '  annotations:\n    a: "multi\n  name: fake"\n',
+    "  annotations:\n    a: 'multi\n  namespace: fake'\n",
+]
+
+
+def helm_doc(
+    name: str,
+    namespace: str | None,
+    source: bool,
+    late_namespace: bool,
+    extra: str,
+    marker: str = "---\n",
+    lead: str = "",
+    end: str = "",
+    before_name: str = "",
+    four: bool = False,
+    kind_first: bool = False,
+) -> str:
+    head = marker + ("# Source: chart/templates/t.yaml\n" if source else "") + lead
+    meta = f"metadata:\n{before_name}  name: {name}\n"
     if namespace is not None:
         meta += (
             f"  labels:\n    a: b\n  namespace: {namespace}\n"
             if late_namespace
             else f"  namespace: {namespace}\n"
         )
-    return head + "apiVersion: v1\nkind: ConfigMap\n" + meta + extra
+    if four:  # metadata's children four spaces in, what is under them two more
+        meta = meta.replace("\n    ", "\n      ").replace("\n  ", "\n    ")
+    top = "kind: ConfigMap\napiVersion: v1\n" if kind_first else "apiVersion: v1\nkind: ConfigMap\n"
+    return head + top + meta + extra + end
 
 
 @settings(max_examples=300, deadline=None)
@@ -212,13 +240,25 @@ def helm_doc(name: str, namespace: str | None, source: bool, late_namespace: boo
             st.booleans(),
             st.booleans(),
             st.sampled_from(PERTURBATIONS),
+            st.sampled_from(MARKERS),
+            st.sampled_from(LEADS),
+            st.sampled_from(ENDS),
+            st.sampled_from(BEFORE_NAME),
+            st.booleans(),
+            st.booleans(),
         ),
         min_size=1,
         max_size=5,
-    )
+    ),
+    st.booleans(),
 )
-def test_the_helm_tier_never_disagrees_with_the_parser(items: list[tuple[str, Any, bool, bool, str]]) -> None:
+@example([("a", "null", True, False, "", "--- # a note\n", "# a comment\n\n", "...\n")], True)  # CRLF: null
+@example([("a", "b", True, False, "", "---\n", "# first\n# Source: not-first.yaml\n", "")], False)
+@example([("a", "b", False, True, "", "---\n", "", "", "", True, True)], False)  # 4 in, late namespace
+def test_the_helm_tier_never_disagrees_with_the_parser(items: list[tuple[Any, ...]], crlf: bool) -> None:
     text = "".join(helm_doc(*item) for item in items)
+    if crlf:
+        text = text.replace("\n", "\r\n")
     try:
         expected = full(text)
     except Exception:
@@ -272,11 +312,27 @@ def test_real_helm_output_is_read_by_the_helm_tier(tmp_path: Path) -> None:
     for extra in (
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  name: x\n",
         "---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed}\n",
-        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n  name: kustomize-order\n",
+        "---\nmetadata:\n  name: metadata-first\napiVersion: v1\nkind: ConfigMap\n",
     ):
         doubtful = out + extra
         assert _scan_helm(doubtful, source="helm", limits=DEFAULT_LIMITS) is None
         assert fast(doubtful) == full(doubtful)
+
+    # metadata's other children before its name (kustomize's order), kind before apiVersion,
+    # metadata four spaces in, a document ending with its name line, a stream whose first document
+    # has no "---": still helm's layout
+    kustomized = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n  name: kustomize-order\n"
+        + out
+        + "---\nkind: ConfigMap\napiVersion: v1\nmetadata:\n    labels:\n      a: b\n    name: four\n"
+        + "    namespace: n4\ndata:\n    k: v\n"
+    )
+    tier1 = _scan_helm(kustomized, source="helm", limits=DEFAULT_LIMITS)
+    assert tier1 is not None
+    assert [(d.api_version, d.kind, d.name, d.namespace) for d in tier1] == full(kustomized)
+    assert [d.line for d in tier1] == [
+        d.line for d in _scan_general(kustomized, source="helm", limits=DEFAULT_LIMITS)
+    ]
 
 
 # lines made of what the two finders look at: quotes, brackets, block indicators with comments
@@ -306,7 +362,26 @@ _TOKENS = [
 _STRUCTURED = st.tuples(
     st.sampled_from(["", "  ", "    ", "- ", "  - - "]),
     st.sampled_from(["", "key: ", "a:b: ", "'q': ", "k:"]),
-    st.sampled_from(["|", ">", "|-", ">+2", "|9", "", '"', "'", "{", "[", "&a ", "!t "]),
+    st.sampled_from(
+        [
+            "|",
+            ">",
+            "|-",
+            ">+2",
+            "|9",
+            "",
+            '"',
+            "'",
+            "{",
+            "[",
+            "&a ",
+            "!t ",
+            "{a: [b, {c: d}]}",
+            "[x]",
+            '"q"',
+            "'q'",
+        ]
+    ),
     st.sampled_from(["", " ", "\t", "x"]),
     st.sampled_from(["", "#", " # a|b", " #>", ' # "x" [', "'\"{"]),
     st.sampled_from(["", "\r"]),
@@ -317,10 +392,23 @@ _LINES = st.lists(st.one_of(_STRUCTURED, _SOUP), max_size=12).map("\n".join)
 
 @given(_LINES)
 def test_the_quote_line_finder_finds_what_the_pattern_finds(text: str) -> None:
-    """``_quote_lines`` tries only lines with a quote character: the same matches as finditer."""
+    """``_quote_lines`` tries only lines with a quote character and skips lines closed on
+    themselves: the same matches as finditer, less those lines."""
     nl = "\n" + text
-    expect = [(m.start(), m.end()) for m in scan_scalars._QUOTE_LINE.finditer(nl)]
+    expect = [
+        (m.start(), m.end())
+        for m in scan_scalars._QUOTE_LINE.finditer(nl)
+        if scan_scalars._CLOSED_LINE.match(nl, m.start()) is None
+    ]
     assert [(m.start(), m.end()) for m in scan_scalars._quote_lines(nl)] == expect
+
+
+@given(_LINES)
+def test_a_line_skipped_as_closed_is_one_the_full_check_finds_closed(text: str) -> None:
+    """What ``_CLOSED_LINE`` lets ``_quote_lines`` skip, ``_unclosed`` would have passed too."""
+    nl = "\n" + text
+    for m in scan_scalars._CLOSED_LINE.finditer(nl):
+        assert scan_scalars._unclosed(nl[m.start() + 1 : m.end()]) == -1, nl[m.start() : m.end()]
 
 
 @given(_LINES)

@@ -10,13 +10,17 @@ read without parsing any document, CRDs included.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.scan import keys_of, scan_stream
-from driftguard.manifests import cluster_scoped_kinds, load_stream, resource_key
+from cmp_plugin.scan import _parsed, _scan_general, _scan_helm, keys_of, scan_stream
+from cmp_plugin.target import target
+from driftguard.errors import ManifestError
+from driftguard.manifests import DEFAULT_LIMITS, cluster_scoped_kinds, load_stream, resource_key
 
 PLAIN_NAMES = ["web", "system:metrics-server", "system:auth-delegator", "a.b-c", "2048-game", "=", "x"]
 ODD_NAMES = ['"quoted"', "'single'", '"with: colon"', "web # comment", "y", "n", "08", "1e3", "1:30"]
@@ -232,3 +236,178 @@ def test_long_runs_of_blanks_are_read() -> None:
     text = f'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a{pad}b\n  namespace: x{pad}\ndata:\n  k: "{pad}"\n'
     (doc,) = scan_stream(text)
     assert (doc.name, doc.namespace, doc.obj) == (f"a{pad}b", "x", None)
+
+
+# --- whole streams in any layout: separators, comments, flow style, JSON, Lists, CRLF, "..." ------
+# A resource is drawn once and written in one of many layouts; the scanner's reading of the stream
+# (identity, key, what Argo CD keeps) must be the full parser's (scan._parsed, the reference).
+
+HOOKS = ["", "helm.sh/hook: pre-install", "argocd.argoproj.io/hook: Skip", "helm.sh/hook: crd-install"]
+KINDS = [("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("v1", "Namespace"), ("example.com/v1", "Widget")]
+QUOTES = st.sampled_from(["{}", '"{}"', "'{}'"])
+ANY_NAME = st.sampled_from(PLAIN_NAMES + ODD_NAMES)  # odd ones often: flow and JSON read them too
+
+
+@st.composite
+def resource(draw: Any) -> dict[str, Any]:
+    api, kind = draw(st.sampled_from(KINDS))
+    return {
+        "api": api,
+        "kind": kind,
+        "name": draw(ANY_NAME),
+        "namespace": draw(st.one_of(st.none(), ANY_NAME)),
+        "generate": draw(st.integers(0, 9)) == 0,
+        "hook": draw(st.sampled_from(HOOKS + [""] * 9)),
+        "q": [draw(QUOTES) for _ in range(4)],
+    }
+
+
+def _meta_pairs(r: dict[str, Any]) -> list[tuple[str, str]]:
+    pairs = [("generateName" if r["generate"] else "name", r["name"])]
+    if r["namespace"] is not None:
+        pairs.append(("namespace", r["namespace"]))
+    return pairs
+
+
+def block(r: dict[str, Any], n: int, order: list[int]) -> str:
+    meta = "".join(f"{' ' * n}{k}: {v}\n" for k, v in _meta_pairs(r))
+    if r["hook"]:
+        meta += f"{' ' * n}annotations:\n{' ' * 2 * n}{r['hook']}\n"
+    meta += f"{' ' * n}labels:\n{' ' * 2 * n}app: web\n"
+    top = [f"apiVersion: {r['api']}\n", f"kind: {r['kind']}\n", "metadata:\n" + meta, "data:\n  k: v\n"]
+    return "".join(top[i] for i in order)
+
+
+def flow(r: dict[str, Any], json_style: bool, breaks: bool) -> str:
+    def q(i: int, v: str) -> str:
+        return json.dumps(v) if json_style else r["q"][i].format(v)
+
+    k = (lambda s: json.dumps(s)) if json_style else (lambda s: s)
+    meta = [f"{k(key)}: {q(i, v) if json_style else v}" for i, (key, v) in enumerate(_meta_pairs(r))]
+    if r["hook"]:
+        hk, hv = r["hook"].split(": ")
+        meta.append(f"{k('annotations')}: {{{k(hk)}: {q(2, hv)}}}")
+    sep = ",\n  " if breaks else ", "
+    return (
+        f"{{{k('apiVersion')}: {q(0, r['api'])}, {k('kind')}: {q(1, r['kind'])},"
+        f"{' ' if not breaks else chr(10) + '  '}{k('metadata')}: {{{', '.join(meta)}}}{sep}"
+        f"{k('data')}: {{{k('k')}: {q(3, 'v')}}}}}\n"
+    )
+
+
+@st.composite
+def layout_document(draw: Any) -> str:
+    style = draw(st.sampled_from(["block", "block", "flow", "json", "list"]))
+    if style == "list":
+        rs = draw(st.lists(resource(), min_size=1, max_size=3))
+        k = draw(st.sampled_from([0, 2]))
+        items = []
+        for r in rs:
+            body = block(r, draw(INDENTS), draw(st.permutations(range(4))))
+            lines = body.splitlines(keepends=True)
+            items.append(" " * k + "- " + lines[0] + "".join(" " * (k + 2) + ln for ln in lines[1:]))
+        head = draw(st.sampled_from(["apiVersion: v1\nkind: List\n", "kind: List\napiVersion: v1\n", ""]))
+        return head + "items:\n" + "".join(items) + draw(st.sampled_from(["", "metadata: {}\n"]))
+    r = draw(resource())
+    if style == "block":
+        return block(r, draw(INDENTS), draw(st.permutations(range(4))))
+    return flow(r, style == "json", draw(st.booleans()))
+
+
+def _valid(doc: str) -> bool:
+    try:
+        _parsed(doc, source="<render>", where="<render>", line=1, limits=DEFAULT_LIMITS)
+    except ManifestError:
+        return False
+    return True
+
+
+SEPARATORS = ["---\n", "---   \n", "---\t\n", "--- # a note\n", "---\n# Source: chart/templates/t.yaml\n"]
+LEADING = ["", "", "# a comment\n", "# first\n\n# second\n", "\n"]
+ENDINGS = ["", "", "", "...\n", "...\n# after the end\n", "... # end\n...\n"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(SEPARATORS),
+            st.sampled_from(LEADING),
+            layout_document(),
+            st.sampled_from(ENDINGS),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+@example(
+    [("---\n", "", "{apiVersion: v1, kind: A, metadata: {name: a, namespace: null}}\n", "")], False, False
+)
+@example(
+    [("---\n", "", "{apiVersion: v1, kind: A, metadata: {name: a, namespace: ~}}\n", "...\n")], True, True
+)
+@example(
+    [
+        (
+            "--- # a\n",
+            "",
+            "kind: List\nitems:\n  - apiVersion: v1\n    kind: A\n    metadata:\n      name: y\n",
+            "",
+        )
+    ],
+    False,
+    False,
+)
+def test_any_stream_layout_is_read_as_the_full_parser_reads_it(
+    docs: list[tuple[str, str, str, str]], bare_first: bool, crlf: bool
+) -> None:
+    docs = [d for d in docs if _valid(d[2])]  # one invalid document would void the whole stream
+    assume(docs)
+    text = "".join(sep + lead + doc + end for sep, lead, doc, end in docs)
+    if bare_first:  # the first document without its "---"
+        text = text.split("\n", 1)[1]
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    try:
+        expected = _parsed(text, source="<render>", where="<render>", line=1, limits=DEFAULT_LIMITS)
+    except ManifestError:  # invalid for the parser: Argo CD refuses it too
+        return
+    got = scan_stream(text)
+    assert [(d.api_version, d.kind, d.name, d.namespace, d.named) for d in got] == [
+        (d.api_version, d.kind, d.name, d.namespace, d.named) for d in expected
+    ]
+    for tier in (_scan_helm, _scan_general):  # each tier on its own, where it answers
+        alone = tier(text, source="<render>", limits=DEFAULT_LIMITS)
+        if alone is not None:
+            assert [(d.api_version, d.kind, d.name, d.namespace) for d in alone] == [
+                (d.api_version, d.kind, d.name, d.namespace) for d in expected
+            ]
+    want, have = target(expected, destination_namespace="apps"), target(got, destination_namespace="apps")
+    assert (have.keys, have.kept, have.left_out) == (want.keys, want.kept, want.left_out)
+
+
+LAYOUT_STREAMS = {
+    "comments first": "--- # generated\n# owner: a\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    "indent 4": "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n    labels:\n        app: a\n    name: a\n",
+    "flow": "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: a, labels: {app: 'a'}},\n  data: {k: v}}\n",
+    "json": '---\n{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}\n',
+    "list": "---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n"
+    "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: a\n",
+    "document end": "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n...\n# done\n",
+    "crlf": "---\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: a\r\n",
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUT_STREAMS))
+def test_big_render_layouts_are_read_without_parsing_any_document(layout: str) -> None:
+    # bench/big_render_layouts.py's layouts: no document goes through the full parser (the cost
+    # that made a 3,200-resource render 2-3x bare helm), and the reading is the parser's
+    text = LAYOUT_STREAMS[layout] * 3
+    docs = scan_stream(text)
+    assert docs and all(d.obj is None for d in docs), [d.kind for d in docs if d.obj is not None]
+    expected = _parsed(text, source="<render>", where="<render>", line=1, limits=DEFAULT_LIMITS)
+    assert [(d.api_version, d.kind, d.name, d.namespace) for d in docs] == [
+        (d.api_version, d.kind, d.name, d.namespace) for d in expected
+    ]
