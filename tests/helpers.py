@@ -1,0 +1,130 @@
+"""What many tests share: polling on a condition, git, the CMP as a subprocess, counting work.
+
+One place for each (docs/development.md, Tests): a test waits with ``wait_until`` (never a fixed
+sleep), runs git with ``git``, runs ``driftguard-cmp`` with ``run_cmp``/``start_cmp``, and shows a
+bound on work with ``steps`` (never with a clock: timing lives in bench/).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+from standins import processes
+
+__all__ = [
+    "CMP",
+    "FRONT",
+    "PYTHON_CALLER",
+    "git",
+    "run_cmp",
+    "start_cmp",
+    "steps",
+    "wait_until",
+]
+
+T = TypeVar("T")
+
+CMP = [sys.executable, "-m", "cmp_plugin"]
+"""``driftguard-cmp`` as this interpreter runs it (the tests' default)."""
+FRONT = Path(sys.executable).with_name("driftguard-cmp")
+"""The native front (cmp_plugin/native/front.c) that `make setup` installs as driftguard-cmp."""
+PYTHON_CALLER = [str(FRONT.with_name("driftguard-cmp-py"))]
+"""pip's console script for the same command: what a pip-only install's driftguard-cmp is (never
+``python -m``, which would put the working directory, the tenant's checkout, on sys.path)."""
+
+
+def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.05) -> T:
+    """Poll ``check()`` until it returns something truthy, and return that.
+
+    ``timeout`` only keeps a broken test from hanging: it is generous, and nothing is asserted about
+    how long the wait took. Past it, AssertionError names ``what`` was awaited.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {timeout:g} s for {what}")
+        time.sleep(interval)
+
+
+def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """``git -C repo ARGS`` with the example identity of standins/processes.py; its stdout, stripped."""
+    return processes.git(repo, *args, env=os.environ if env is None else env)
+
+
+def run_cmp(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    caller: Sequence[str] = CMP,
+    timeout: float = 120,
+    **kwargs: Any,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``driftguard-cmp ARGS`` (``caller``: how it is installed) in ``cwd`` with exactly ``env``
+    (None: this process's); output captured as text, the exit status left to the test."""
+    return subprocess.run(
+        [*caller, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def start_cmp(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    caller: Sequence[str] = CMP,
+    **kwargs: Any,
+) -> subprocess.Popen[Any]:
+    """Start ``driftguard-cmp ARGS`` without waiting: for tests that signal or watch it while it runs."""
+    return subprocess.Popen([*caller, *args], cwd=cwd, env=env, **kwargs)
+
+
+_PRODUCT = tuple(
+    str(ROOT) + os.sep
+    for ROOT in (
+        Path(__file__).resolve().parents[1] / name
+        for name in ("driftguard", "driftguard_serve", "cmp_plugin", "notifier", "analysis_provider")
+    )
+)
+
+
+def steps(fn: Callable[[], T]) -> tuple[T, int]:
+    """``fn()``'s result and the lines of product code it executed: its loop iterations, counted.
+
+    The tracer only observes (sys.settrace): the code under test runs unchanged. A count is the
+    same on an idle and a loaded machine, so a bound on it ("doubling the input at most doubles
+    the work") holds where a bound on seconds would not.
+    """
+    count = 0
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def calls(frame: FrameType, event: str, arg: object) -> Any:
+        return local if frame.f_code.co_filename.startswith(_PRODUCT) else None
+
+    before = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        result = fn()
+    finally:
+        sys.settrace(before)
+    return result, count
