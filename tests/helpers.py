@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
 from standins import processes
+from standins.processes import wait_until
 
 __all__ = [
     "CMP",
@@ -38,22 +38,6 @@ FRONT = Path(sys.executable).with_name("driftguard-cmp")
 PYTHON_CALLER = [str(FRONT.with_name("driftguard-cmp-py"))]
 """pip's console script for the same command: what a pip-only install's driftguard-cmp is (never
 ``python -m``, which would put the working directory, the tenant's checkout, on sys.path)."""
-
-
-def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.05) -> T:
-    """Poll ``check()`` until it returns something truthy, and return that.
-
-    ``timeout`` only keeps a broken test from hanging: it is generous, and nothing is asserted about
-    how long the wait took. Past it, AssertionError names ``what`` was awaited.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still waiting after {timeout:g} s for {what}")
-        time.sleep(interval)
 
 
 def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:

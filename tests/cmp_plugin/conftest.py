@@ -110,13 +110,10 @@ def generate(repo: Path) -> Generate:
     return run
 
 
-def kill_preload_servers(root: Path) -> None:
-    """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
-
-    A server lives as long as its socket (cmp_plugin/preload.py) and pytest keeps old temporary
-    directories, so a test that started one must not leave it behind, whatever the test did.
-    """
+def preload_servers(root: Path) -> list[int]:
+    """The pids of the preload servers whose socket is under ``root`` (one may still be starting)."""
     marker = str(root).encode()
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -125,8 +122,19 @@ def kill_preload_servers(root: Path) -> None:
         except OSError:
             continue
         if b"cmp_plugin.preload" in argv and any(a.startswith(marker) for a in argv):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
+            found.append(int(entry.name))
+    return found
+
+
+def kill_preload_servers(root: Path) -> None:
+    """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
+
+    A server lives as long as its socket (cmp_plugin/preload.py) and pytest keeps old temporary
+    directories, so a test that started one must not leave it behind, whatever the test did.
+    """
+    for pid in preload_servers(root):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
