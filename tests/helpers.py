@@ -8,12 +8,15 @@ bound on work with ``steps`` (never with a clock: timing lives in bench/).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
+
+import requests
 
 from standins import processes
 from standins.processes import wait_until
@@ -23,6 +26,8 @@ __all__ = [
     "FRONT",
     "PYTHON_CALLER",
     "git",
+    "outbox_depth",
+    "outbox_idle",
     "run_cmp",
     "start_cmp",
     "steps",
@@ -112,3 +117,20 @@ def steps(fn: Callable[[], T]) -> tuple[T, int]:
     finally:
         sys.settrace(before)
     return result, count
+
+
+def outbox_depth(url: str, token: str) -> dict[str, int]:
+    """The notifier's outbox by queue (notifications, messages, dead), from its /metrics at ``url``."""
+    text = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=5).text
+    return {
+        q: int(float(v))
+        for q, v in re.findall(r'driftguard_notifier_queue_depth\{queue="(\w+)"\} (\S+)', text)
+    }
+
+
+def outbox_idle(url: str, token: str) -> bool:
+    """Nothing pending in the notifier's outbox: every notification expanded, every message sent (or
+    dead). Nothing more will be sent until something new comes in: what a test waits for before it
+    says a message was not sent, or not sent twice."""
+    depth = outbox_depth(url, token)
+    return bool(depth) and depth.get("notifications") == 0 and depth.get("messages") == 0
