@@ -12,13 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cmp_plugin import launch
+from tests.helpers import wait_until
 
 from .conftest import cmp_env
 
@@ -538,6 +538,16 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _cpu_ticks(pid: int) -> int:
+    """The CPU time ``pid`` has used (user + system), in clock ticks; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -560,21 +570,13 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
     )
     helm: list[int] = []
     try:
-        for _ in range(600):  # wait until the plugin has started helm
-            helm = _children(proc.pid)
-            if helm:
-                break
-            time.sleep(0.05)
-        assert helm, "the plugin never started helm"
-        time.sleep(0.5)  # well into the template
+        helm = wait_until(lambda: _children(proc.pid), "the plugin to start helm")
+        # well into the template: helm has spent half a second of CPU (its start-up takes less)
+        wait_until(lambda: sum(_cpu_ticks(p) for p in helm) >= os.sysconf("SC_CLK_TCK") // 2, "helm to spin")
         assert all(_alive(p) for p in helm), "helm ended on its own: the test proves nothing"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        for _ in range(100):
-            if not any(_alive(p) for p in helm):
-                break
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in helm), "helm outlived the plugin's process group"
+        wait_until(lambda: not any(_alive(p) for p in helm), "helm to go with the plugin's process group")
     finally:  # whatever happened, leave no helm behind
         for p in helm:
             if _alive(p):
