@@ -24,7 +24,9 @@ from standins.processes import wait_until
 __all__ = [
     "CMP",
     "FRONT",
+    "LANE",
     "PYTHON_CALLER",
+    "examples",
     "git",
     "outbox_depth",
     "outbox_idle",
@@ -45,41 +47,45 @@ PYTHON_CALLER = [str(FRONT.with_name("driftguard-cmp-py"))]
 ``python -m``, which would put the working directory, the tenant's checkout, on sys.path)."""
 
 
+LANE = os.environ.get("DRIFTGUARD_TEST_LANE", "fast")
+"""``fast`` (`make test`, and a bare pytest) or ``all`` (`make test-all`, CI)."""
+
+
+def examples(full: int) -> int:
+    """A property test's example count: ``full`` in test-all, a quarter of it (at least 10) in the
+    fast lane, where each input space keeps its property with a modest count."""
+    return full if LANE == "all" else max(10, full // 4)
+
+
 def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     """``git -C repo ARGS`` with the example identity of standins/processes.py; its stdout, stripped."""
     return processes.git(repo, *args, env=os.environ if env is None else env)
 
 
 def run_cmp(
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
     *args: str,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
     caller: Sequence[str] = CMP,
     timeout: float = 120,
     **kwargs: Any,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``driftguard-cmp ARGS`` (``caller``: how it is installed) in ``cwd`` with exactly ``env``
-    (None: this process's); output captured as text, the exit status left to the test."""
-    return subprocess.run(
-        [*caller, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=timeout,
-        **kwargs,
-    )
+    """Run ``driftguard-cmp ARGS`` in ``cwd`` with exactly ``env`` (None: this process's), the
+    command as ``caller`` runs it (CMP, PYTHON_CALLER or [FRONT]); the exit status is the test's.
+
+    Output is captured as text unless the test routes stdout or stderr itself; ``kwargs`` go to
+    subprocess.run (``start_new_session``, ``process_group``...).
+    """
+    if "stdout" not in kwargs and "stderr" not in kwargs:
+        kwargs["capture_output"] = True
+    kwargs.setdefault("text", True)
+    return subprocess.run([*caller, *args], cwd=cwd, env=env, check=False, timeout=timeout, **kwargs)
 
 
 def start_cmp(
-    *args: str,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    caller: Sequence[str] = CMP,
-    **kwargs: Any,
+    cwd: Path | None, env: Mapping[str, str] | None, *args: str, caller: Sequence[str] = CMP, **kwargs: Any
 ) -> subprocess.Popen[Any]:
-    """Start ``driftguard-cmp ARGS`` without waiting: for tests that signal or watch it while it runs."""
+    """Start ``driftguard-cmp ARGS`` without waiting: for a test that signals or watches it running."""
     return subprocess.Popen([*caller, *args], cwd=cwd, env=env, **kwargs)
 
 

@@ -14,13 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import start_cmp, wait_until
 
 from .gitrepo import EXAMPLE, REPO_URL, Repo, configmaps
 
@@ -138,10 +137,15 @@ def test_worktrees_are_removed_when_the_diff_is_killed(tmp_path: Path, signum: i
         "HOME": str(tmp_path),
         "TMPDIR": str(scratch),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cmp_plugin", "diff", "--base", base, "--head", base, "apps/"],
-        cwd=repo.path,
-        env=env,
+    proc = start_cmp(
+        repo.path,
+        env,
+        "diff",
+        "--base",
+        base,
+        "--head",
+        base,
+        "apps/",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

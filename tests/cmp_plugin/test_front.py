@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmp_plugin import preload
+from tests.helpers import FRONT, PYTHON_CALLER, run_cmp
 
-from .conftest import FRONT, PYTHON_CALLER, ROOT, cmp_env
+from .conftest import ROOT, cmp_env
 
 APP = "charts/platform"
 
@@ -120,16 +121,7 @@ def recorder(tmp_path: Path) -> Iterator[Any]:
 
 def run(argv: list[str], cwd: Path, env: dict[Any, Any], **popen: Any) -> subprocess.CompletedProcess[str]:
     popen.setdefault("process_group", 0)  # argocd-cmp-server: Setpgid, same session
-    return subprocess.run(
-        [*argv, "generate"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        **popen,
-    )
+    return run_cmp(cwd, env, "generate", caller=argv, timeout=60, **popen)
 
 
 def env_for(cache: Path, **extra: str) -> dict[str, str]:
@@ -199,15 +191,7 @@ def test_any_environment_crosses_byte_for_byte_as_python_sends_it(
             given = env_for(r.path.parent, LC_CTYPE="C.UTF-8")
             env: dict[bytes, bytes] = {os.fsencode(k): os.fsencode(v) for k, v in given.items()}
             env.update({k: v for k, v in extra.items() if k not in env})
-            proc = subprocess.run(
-                [*argv, "generate"],
-                cwd=base,
-                env=env,
-                capture_output=True,
-                timeout=60,
-                check=False,
-                umask=umask,
-            )
+            proc = run_cmp(base, env, "generate", caller=argv, timeout=60, text=False, umask=umask)
             assert proc.returncode == 0, proc.stderr
             (req,) = r.requests
             assert req["umask"] == umask
@@ -243,10 +227,8 @@ def test_a_server_that_cannot_take_the_render_is_asked_once_then_the_render_runs
 
 def test_commands_other_than_generate_and_preload_off_are_pythons(repo: Path, tmp_path: Path) -> None:
     for args in (["plugin-yaml"], ["--help"]):
-        native = subprocess.run([str(FRONT), *args], capture_output=True, text=True, timeout=60, check=False)
-        python = subprocess.run(
-            [*PYTHON_CALLER, *args], capture_output=True, text=True, timeout=60, check=False
-        )
+        native = run_cmp(None, None, *args, caller=[str(FRONT)], timeout=60)
+        python = run_cmp(None, None, *args, caller=PYTHON_CALLER, timeout=60)
         assert (native.returncode, native.stdout, native.stderr) == (
             python.returncode,
             python.stdout,
@@ -381,14 +363,14 @@ def test_a_stderr_nobody_reads_is_no_death_by_sigpipe(recorder: Any, repo: Path)
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = subprocess.run(
-            [str(FRONT), "generate"],
-            cwd=repo / APP,
-            env=env_for(r.path.parent),
+        proc = run_cmp(
+            repo / APP,
+            env_for(r.path.parent),
+            "generate",
+            caller=[str(FRONT)],
+            timeout=60,
             stdout=subprocess.DEVNULL,
             stderr=write,
-            timeout=60,
-            check=False,
             process_group=0,
         )
     finally:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin import memory
 from cmp_plugin.process import tool_env
-from tests.helpers import wait_until
+from tests.helpers import start_cmp, wait_until
 
 from .conftest import cmp_env
 
@@ -53,10 +53,10 @@ def start(here: Path, cache: Path, *, cgroup: Path | None = None, **extra: str) 
             with open(procs, "w") as f:
                 f.write(str(os.getpid()))
 
-    return subprocess.Popen(
-        [sys.executable, "-m", "cmp_plugin", "generate"],
-        cwd=here,
-        env=env,
+    return start_cmp(
+        here,
+        env,
+        "generate",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin import preload
 from driftguard import env as dg_env
-from tests.helpers import wait_until
+from tests.helpers import start_cmp, wait_until
 
 from .conftest import cmp_env, preload_servers
 
@@ -125,10 +125,11 @@ def start(
             "DRIFTGUARD_CMP_PRELOAD": preload_value,
         }
         popen.setdefault("process_group", 0)  # argocd-cmp-server: Setpgid, same session
-        return subprocess.Popen(
-            [*caller, "generate"],
-            cwd=repo / APP,
-            env=env,
+        return start_cmp(
+            repo / APP,
+            env,
+            "generate",
+            caller=caller,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

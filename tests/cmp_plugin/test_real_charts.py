@@ -18,8 +18,9 @@ import pytest
 
 from cmp_plugin.scan import keys_of, scan_stream
 from driftguard.manifests import load_stream, resource_key
+from tests.helpers import run_cmp
 
-from .conftest import ROOT, cmp_env, run_cmp
+from .conftest import ROOT, cmp_env
 
 DATA = ROOT / "tests" / "data" / "charts"
 HELM = os.environ["DRIFTGUARD_HELM"]

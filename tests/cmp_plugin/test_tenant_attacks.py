@@ -11,14 +11,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cmp_plugin import launch
-from tests.helpers import wait_until
+from tests.helpers import run_cmp, start_cmp, wait_until
 
 from .conftest import cmp_env
 
@@ -87,16 +86,7 @@ def plugin(
     # the sidecar's Argo CD token: an env value that must never be printed (nothing listens on :9)
     env["DRIFTGUARD_ARGOCD_URL"] = "http://127.0.0.1:9"
     env["DRIFTGUARD_ARGOCD_TOKEN"] = ENV_SECRET
-    return subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", command],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        start_new_session=True,
-    )
+    return run_cmp(cwd, env, command, start_new_session=True)
 
 
 def refused(run: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -259,14 +249,12 @@ def test_a_symlink_out_of_the_checkout_is_refused_in_generate(
 def test_a_symlink_out_of_the_checkout_is_refused_in_render(checkout: Path, outside: Path, kind: str) -> None:
     symlinked(checkout, outside, kind)
     args = ["--values-file", "prod.yaml"] if kind == "values-file-param" else []
-    run = subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", "render", str(checkout / "apps" / kind), *args],
-        cwd=checkout,
-        env={**cmp_env("x"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    run = run_cmp(
+        checkout,
+        {**cmp_env("x"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")},
+        "render",
+        str(checkout / "apps" / kind),
+        *args,
     )
     first = refused(run)
     assert "outside the repository checkout" in first or "symlink" in first
@@ -560,10 +548,10 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
     """argocd-cmp-server stops an overrunning command by killing its process group: helm must go too."""
     here = chart(checkout, "apps/spin", templates={"spin.yaml": SPIN})
     env = {**cmp_env("apps/spin"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cmp_plugin", "generate"],
-        cwd=here,
-        env=env,
+    proc = start_cmp(
+        here,
+        env,
+        "generate",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # as argocd-cmp-server does (Setpgid)
@@ -588,24 +576,15 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
 def test_render_applies_the_same_policy_for_a_project(checkout: Path, policy_file: Path) -> None:
     """A PR check or a laptop sees the refusal the sidecar would give (render --project)."""
     here = empty_chart(checkout)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cmp_plugin",
-            "render",
-            str(here),
-            "--project",
-            "prod-payments",
-            "--set-param",
-            "allow-empty=true",
-        ],
-        cwd=checkout,
-        env={**cmp_env("x"), "DRIFTGUARD_CMP_POLICY": str(policy_file)},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    run = run_cmp(
+        checkout,
+        {**cmp_env("x"), "DRIFTGUARD_CMP_POLICY": str(policy_file)},
+        "render",
+        str(here),
+        "--project",
+        "prod-payments",
+        "--set-param",
+        "allow-empty=true",
     )
     assert "refused by policy: parameter allow-empty=true" in refused(run)
 
