@@ -28,6 +28,8 @@ from tests.notifier.conftest import drill_app
 
 from .conftest import NOW, TOKEN
 
+pytestmark = pytest.mark.slow  # a fault space
+
 TIMEOUT = 1.5
 HANG = 60.0
 """Only a guard against a hung test: a late upstream's answer (an error where waiting would have

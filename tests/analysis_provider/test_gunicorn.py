@@ -19,6 +19,8 @@ from tests.notifier.conftest import drill_app
 
 from .conftest import TOKEN
 
+pytestmark = pytest.mark.slow  # multi-worker gunicorn
+
 TIMEOUT = 1.5
 
 

@@ -277,6 +277,7 @@ SETTINGS = settings(
 )
 
 
+@pytest.mark.slow  # a fault space
 @SETTINGS
 @given(fault=FAILING | ANY_ANSWER)
 def test_no_notifier_fault_changes_the_verdict(

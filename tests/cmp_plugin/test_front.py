@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmp_plugin import preload
-from tests.helpers import FRONT, PYTHON_CALLER, run_cmp
+from tests.helpers import FRONT, PYTHON_CALLER, examples, run_cmp
 
 from .conftest import ROOT, cmp_env
 
@@ -176,7 +176,9 @@ _NAME = st.binary(min_size=1, max_size=12).filter(lambda b: b"\0" not in b and b
 _VALUE = st.binary(max_size=40).filter(lambda b: b"\0" not in b)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(extra=st.dictionaries(_NAME, _VALUE, max_size=8), umask=st.sampled_from([0o022, 0o077, 0o002, 0]))
 def test_any_environment_crosses_byte_for_byte_as_python_sends_it(
     tmp_path_factory: pytest.TempPathFactory, extra: dict[bytes, bytes], umask: int

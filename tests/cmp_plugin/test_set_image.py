@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin.set_image import ImageSpec, parse_spec, set_image
 from driftguard.errors import DriftguardError
-from tests.helpers import run_cmp
+from tests.helpers import examples, run_cmp
 from tests.manifests.reference import kustomize
 
 OVERLAY = """\
@@ -140,7 +140,7 @@ QUOTES = st.sampled_from(["", "'", '"'])
 TAGS = st.from_regex(r"[\w][\w.-]{0,20}", fullmatch=True)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(dash=LAYOUTS, quote=QUOTES, old=TAGS, new=TAGS, comment=st.booleans())
 def test_any_layout_reads_back_as_exactly_the_asked_change(
     tmp_path_factory: pytest.TempPathFactory, dash: str, quote: str, old: str, new: str, comment: bool

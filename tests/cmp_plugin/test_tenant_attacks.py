@@ -509,6 +509,7 @@ def test_an_alias_bomb_in_a_kustomize_resource_is_refused_not_oom_killed(checkou
     assert "ran out of memory" in refused(run)
 
 
+@pytest.mark.slow  # 20,000 files
 def test_in_process_work_is_under_the_render_deadline(checkout: Path) -> None:
     here = checkout / "apps" / "many"
     here.mkdir(parents=True)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from driftguard.errors import InputError
 from driftguard.ignore import IgnoreRule, IgnoreRules, rules_from_application, rules_from_argocd_cm
 from standins.drill import inference_desired
+from tests.helpers import examples
 
 
 @pytest.fixture
@@ -145,7 +146,7 @@ def test_rules_from_application_and_argocd_cm() -> None:
         rules_from_argocd_cm({"resource.customizations.ignoreDifferences.all": "jsonPointers: [\n"})
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(["a", "b", "c"]),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+import pytest
 import requests
 
 from standins.argo_api import FakeArgo, application, serve
@@ -21,6 +22,8 @@ from standins.drill import inference_desired, inference_live, managed_item
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import serve as serve_receivers
 from tests.helpers import outbox_idle, wait_until
+
+pytestmark = pytest.mark.slow  # both services under gunicorn, every output read
 
 PLANTED = {
     "url-password": "PlantedUrlPass1q",

@@ -36,6 +36,7 @@ def test_check_config_says_what_it_found(tmp_path: Path, argo: FakeArgo) -> None
     )  # the default route
 
 
+@pytest.mark.slow  # one gunicorn start per wrong setting
 def test_bad_settings_are_one_line_before_any_gunicorn(tmp_path: Path, argo: FakeArgo) -> None:
     for extra, setting in (
         ({"DRIFTGUARD_NOTIFIER_TOKEN": ""}, "DRIFTGUARD_NOTIFIER_TOKEN"),
@@ -79,6 +80,7 @@ def test_it_starts_gunicorn_that_answers(tmp_path: Path, argo: FakeArgo) -> None
         stop(proc)
 
 
+@pytest.mark.slow  # multi-worker gunicorn
 def test_metrics_add_up_over_every_gunicorn_worker(tmp_path: Path, argo: FakeArgo) -> None:
     """prometheus-client's multiprocess mode under the CLI's gunicorn: both workers' counts in one scrape."""
     port = free_port()

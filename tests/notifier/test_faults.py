@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import requests
 
 from standins.argo_api import FakeArgo
@@ -24,6 +25,8 @@ from standins.receivers import Receivers
 from tests.helpers import outbox_idle, wait_until
 
 from .conftest import PD_KEY, TOKEN, service_env
+
+pytestmark = pytest.mark.slow  # the fault table: every fault, each a minute at most
 
 PATHS = ("/feishu", "/slack", "/pagerduty")
 APPS = 4

@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 import requests
 
 from standins.argo_api import FakeArgo
@@ -14,6 +15,8 @@ from standins.receivers import Receivers
 from tests.helpers import outbox_idle, wait_until
 
 from .conftest import PD_KEY, TOKEN, drill_app, notification, service_env
+
+pytestmark = pytest.mark.slow  # gunicorn workers killed and restarted
 
 
 def start(

@@ -38,6 +38,8 @@ from tests.helpers import wait_until
 from .conftest import AUDIT_TOKEN, PD_KEY, READ_TOKEN, TOKEN, service_env
 from .test_identity import alerts_name, retime_patch
 
+pytestmark = pytest.mark.slow  # three replicas, kill -9, a PostgreSQL restart
+
 PATHS = ("/feishu", "/slack", "/pagerduty")
 FIRST, SECOND = 500, 100
 _APP = re.compile(rb"ha-\d{3}")

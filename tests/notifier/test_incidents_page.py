@@ -32,6 +32,8 @@ from tests.helpers import wait_until
 from .conftest import READ_TOKEN, notification, service_env
 from .test_identity import audit_post, deliver, retime_patch
 
+pytestmark = pytest.mark.slow  # a real browser
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 ROOT = Path(__file__).resolve().parents[2]

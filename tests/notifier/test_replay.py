@@ -25,7 +25,7 @@ from standins.drill import serve_drill
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
 from standins.receivers import serve as receivers_served
-from tests.helpers import outbox_depth, wait_until
+from tests.helpers import examples, outbox_depth, wait_until
 from tests.manifests.test_notifier_triggers import validate as validate_crd
 from tests.notifier.engine_model import NotificationsEngine
 
@@ -282,12 +282,15 @@ SHAPES = (
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     walk=st.lists(
         st.tuples(st.sampled_from(SHAPES), st.integers(min_value=1, max_value=4)), min_size=1, max_size=10
     )
 )
+@pytest.mark.slow  # a big property run over replays
 def test_every_send_is_stored_once_however_often_it_is_retried(
     tmp_path_factory: pytest.TempPathFactory, walk: list[tuple[str, int]]
 ) -> None:
