@@ -118,6 +118,7 @@ def test_everything_of_the_teams_survives_the_merge() -> None:
         contained(obj, merged[key], f"{key[0]}/{key[1]}")
 
 
+@pytest.mark.slow  # the real argo-cd chart rendered
 def test_the_avp_sidecar_and_its_token_stay_as_the_team_has_them() -> None:
     alone, merged, _, _ = renders()
     pod = merged[("Deployment", "argocd-repo-server")]["spec"]["template"]["spec"]
