@@ -203,6 +203,7 @@ def test_an_app_project_that_is_not_the_one_asked_for_is_502(passing: Flask, arg
     assert ask(passing, f"/v1/gates/freeze?app={APP}")[0] == 502
 
 
+@pytest.mark.slow  # a deadline per gate (the Prometheus one stays fast)
 def test_a_trickling_argo_cd_is_504(passing: Flask, argo: FakeArgo) -> None:
     argo.faults["*"] = Fault("trickle", delay=1.0)
     for gate in ("sync", "drift", "freeze", "all"):

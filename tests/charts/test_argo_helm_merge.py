@@ -135,6 +135,7 @@ def test_the_avp_sidecar_and_its_token_stay_as_the_team_has_them() -> None:
     assert yaml.safe_load(cm["driftguard.yaml"])["metadata"]["name"] == "driftguard"
 
 
+@pytest.mark.slow  # the real argo-cd chart rendered
 def test_driftguards_pieces_arrive_beside_the_teams() -> None:
     _, merged, _, said = renders()
     ours = yaml.safe_load(OURS.read_text())

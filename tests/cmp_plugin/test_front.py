@@ -214,6 +214,7 @@ def test_a_render_process_that_vanishes_after_go_is_an_error(
     assert proc.stderr == "driftguard: error: the preloaded render process ended without an exit code\n"
 
 
+@pytest.mark.slow  # waits out a deadline per caller
 @pytest.mark.parametrize("answer", ["silent", "not-ready"])
 @pytest.mark.parametrize("argv", [PYTHON_CALLER, [str(FRONT)]], ids=["python", "native"])
 def test_a_server_that_cannot_take_the_render_is_asked_once_then_the_render_runs_here(
@@ -339,6 +340,7 @@ class DripRecorder(Recorder):
         conn.sendall(preload.READY)
 
 
+@pytest.mark.slow  # waits out a deadline per caller
 @pytest.mark.parametrize("argv", [PYTHON_CALLER, [str(FRONT)]], ids=["python", "native"])
 def test_the_request_is_sent_within_one_deadline_or_the_render_runs_here(
     tmp_path: Path, repo: Path, argv: list[str]

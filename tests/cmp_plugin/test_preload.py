@@ -218,6 +218,7 @@ def test_the_server_holds_nothing_of_an_application(
     assert os.getpgid(server) != run.pid
 
 
+@pytest.mark.slow  # waits out a deadline per caller
 def test_a_socket_that_never_answers_costs_a_wait_then_an_ordinary_render(
     generate: Callable[..., Run], cache: Path, helm_log: Path
 ) -> None:

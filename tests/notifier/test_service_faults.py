@@ -118,6 +118,7 @@ def test_an_outbox_that_cannot_be_written_answers_503_and_turns_not_ready_until_
     )
 
 
+@pytest.mark.slow  # waits for re-checks of a gunicorn service
 def test_new_drift_while_the_app_stays_out_of_sync_alerts(
     service: tuple[str, subprocess.Popen[bytes]], argo: FakeArgo, rx: Receivers
 ) -> None:
