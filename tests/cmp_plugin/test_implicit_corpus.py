@@ -127,6 +127,7 @@ def test_every_finding_is_proven_by_bare_helm(
         assert lines[0].startswith(f"driftguard: note: {len(by_key(found))} resource switches rely")
 
 
+@pytest.mark.slow  # real charts, proven by bare helm
 def test_disabled_subcharts_hold_no_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outcome = render("prometheus", "ci/09-standalone-deployment-values.yaml", tmp_path, monkeypatch)
     switches = outcome.notes[NOTE]

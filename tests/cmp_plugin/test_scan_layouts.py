@@ -21,6 +21,7 @@ from cmp_plugin.scan import _parsed, _scan_general, _scan_helm, keys_of, scan_st
 from cmp_plugin.target import target
 from driftguard.errors import ManifestError
 from driftguard.manifests import DEFAULT_LIMITS, cluster_scoped_kinds, load_stream, resource_key
+from tests.helpers import examples
 
 PLAIN_NAMES = ["web", "system:metrics-server", "system:auth-delegator", "a.b-c", "2048-game", "=", "x"]
 ODD_NAMES = ['"quoted"', "'single'", '"with: colon"', "web # comment", "y", "n", "08", "1e3", "1:30"]
@@ -149,7 +150,7 @@ def parsed(text: str) -> list[Any]:
     return [resource_key(d.obj, default_namespace="apps", cluster_scoped=scoped) for d in docs]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(document(), min_size=1, max_size=4), st.booleans())
 def test_any_layout_reads_as_the_full_parser_reads_it(docs: list[str], helm_heads: bool) -> None:
     sep = "---\n# Source: chart/templates/t.yaml\n" if helm_heads else "---\n"
