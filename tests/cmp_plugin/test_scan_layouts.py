@@ -435,13 +435,60 @@ ATTACKS = [
     "escaped hook",
     "continued",
     "items after break",
+    *(f"meta: {m}" for m in range(13)),
+    *(f"top: {t}" for t in range(12)),
 ]
+# more spellings of the same moves, each one Go reads differently from a plain line: in metadata
+# ({k} the moved key), and at the top level (in a flow layout, as one more pair of the mapping)
+META_FORMS = [
+    "'{k}': other",
+    "{k}\t: other",
+    "<<: [{{{k}: other}}]",
+    "labels: &l {{{k}: other}}\n<<: *l",
+    "&a {k}: other",
+    "labels: {{app: &k {k}}}\n*k : other",
+    '"{k1}\\x{hx}": other',
+    '"{k1}\\u00{hx}": other',
+    "? !!str {k}\n: other",
+    "!<tag:yaml.org,2002:str> {k}: other",
+    "<<:\n  {k}: other",
+    "annotations:\n  <<: {{argocd.argoproj.io/hook: PreSync}}",
+    "labels: {{a: &h helm.sh/hook}}\nannotations:\n  *h : pre-install",
+]
+TOP_FORMS = [
+    '"items": []',
+    "? items\n: []",
+    "<<: {items: []}",
+    "!!str items: []",
+    '"item\\x73": []',
+    "x: &i items\n*i : []",
+    '"kind": Secret',
+    "<<: {kind: Secret}",
+    '"metadata": {name: other, namespace: plain}',
+    "<<: {metadata: {name: other}}",
+    "? metadata\n: {name: other}",
+    "<<: [{kind: Secret}, {items: []}]",
+]
+
+
+def _form(template: str, key: str | None, n: int) -> str:
+    """``template`` (nested lines indented 2) as lines at indent ``n``, ``{k}`` the moved key."""
+    text = template.format(k=key, k1=key[:-1], hx=format(ord(key[-1]), "02x")) if key else template
+    nested = max(n, 2)
+    return "".join(
+        (" " * (n + nested) + ln[2:] if ln.startswith("  ") else " " * n + ln) + "\n"
+        for ln in text.split("\n")
+    )
+
+
 BREAKS = ["\r", "\x85", "\u2028", "\u2029"]
 
 
 def _block_attack(attack: str, key: str, n: int) -> list[str]:
     """Metadata lines (at indent ``n``, newline-terminated) that move ``key`` or hide a hook."""
     p = " " * n
+    if attack.startswith("meta: "):
+        return [_form(META_FORMS[int(attack[6:])], key, n)]
     return {
         "merge": [f"{p}<<: {{{key}: other}}\n"],
         "quoted key": [f'{p}"{key}": other\n'],
@@ -462,6 +509,8 @@ def _flow_attack(attack: str, key: str, json_style: bool) -> list[str]:
     def k(s: str) -> str:
         return json.dumps(s) if json_style else s
 
+    if attack.startswith("meta: ") and "\n" not in META_FORMS[int(attack[6:])]:
+        return [META_FORMS[int(attack[6:])].format(k=key, k1=key[:-1], hx=format(ord(key[-1]), "02x"))]
     return {
         "merge": [f"{k('<<')}: {{{k(key)}: {k('other')}}}"],
         "quoted key": [f'"{key}": {k("other")}'],
@@ -493,9 +542,11 @@ def attacked(layout: str, attack: str, key: str, name: str, brk: str) -> str:
         name_v = k(name) + ("\n   x" if attack == "continued" and key == "name" and not js else "")
         ns_v = k("plain") + ("\n   x" if attack == "continued" and key == "namespace" and not js else "")
         meta = [f"{k('name')}: {name_v}", f"{k('namespace')}: {ns_v}", *_flow_attack(attack, key, js)]
+        top_form = TOP_FORMS[int(attack[5:])] if attack.startswith("top: ") else ""
+        more = f", {top_form}" if top_form and "\n" not in top_form else ""
         doc = (
             f"{{{k('apiVersion')}: {k('v1')}, {k('kind')}: {k('PersistentVolumeClaim')},\n"
-            f"  {k('metadata')}: {{{', '.join(meta)}}},\n  {k('spec')}: {{{k('volumeName')}: {k('v')}}}}}\n"
+            f"  {k('metadata')}: {{{', '.join(meta)}}},\n  {k('spec')}: {{{k('volumeName')}: {k('v')}}}{more}}}\n"
         )
     else:
         n = 4 if layout == "indent 4" else 2
@@ -516,6 +567,8 @@ def attacked(layout: str, attack: str, key: str, name: str, brk: str) -> str:
         }
         order = ["kind", "apiVersion", "metadata", "spec"] if layout == "kind first" else list(top)
         doc = "".join(top[o] for o in order)
+        if attack.startswith("top: "):
+            doc += _form(TOP_FORMS[int(attack[5:])], None, 0)
         if layout == "comments first":
             doc = "# owner: a\n\n# generated\n" + doc
         if layout == "helm":
