@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(TOOLS):$(CURDIR)/$(BIN):$(PATH)
 export DRIFTGUARD_HELM ?= $(CURDIR)/$(TOOLS)/helm
 export DRIFTGUARD_KUSTOMIZE ?= $(CURDIR)/$(TOOLS)/kubectl
 
-.PHONY: setup tools browser lint test corpus demo bench clean
+.PHONY: setup tools browser lint test test-all corpus demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,8 +52,13 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_graph.py
 
+# The fast lane (a few minutes on 2 cores): every area, without the tests marked slow. test-all
+# runs everything, the property tests with the larger `ci` example counts (docs/development.md).
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	DRIFTGUARD_TEST_LANE=fast $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-all: lint
+	DRIFTGUARD_TEST_LANE=all $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The development corpora beside the project (../shared/corpus): real charts, Argo CD's own cases.
 corpus: setup

@@ -11,6 +11,7 @@ restart it on the same data, as the HA test needs.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
@@ -19,10 +20,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from standins.processes import wait_until
 
 __all__ = ["PgServer", "bindir"]
 
@@ -111,15 +113,19 @@ class PgServer:
         log.close()
         import psycopg
 
-        deadline = time.monotonic() + timeout
-        while True:
+        def up_or_exited() -> bool:
+            if self.proc.poll() is not None:
+                return True
             try:
                 psycopg.connect(self.url("postgres"), connect_timeout=2).close()
-                return
             except psycopg.OperationalError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"PostgreSQL did not start: {self.log_tail()}") from None
-                time.sleep(0.1)
+                return False
+            return True
+
+        with contextlib.suppress(AssertionError):
+            wait_until(up_or_exited, "PostgreSQL to accept connections", timeout=timeout, interval=0.1)
+        if self.proc.poll() is not None or not up_or_exited():
+            raise RuntimeError(f"PostgreSQL did not start: {self.log_tail()}")
 
     def stop(self, timeout: float = 30.0) -> None:
         """Fast shutdown (SIGINT): clients are disconnected, committed work is on disk."""

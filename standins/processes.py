@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import requests
 
-__all__ = ["free_port", "git", "start_cli", "start_gunicorn", "stop"]
+__all__ = ["free_port", "git", "start_cli", "start_gunicorn", "stop", "wait_until"]
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.05) -> T:
+    """Poll ``check()`` until it returns something truthy, and return that: the one way tests, the
+    stand-ins and the demo wait for a condition (never a fixed sleep).
+
+    ``timeout`` only keeps a broken run from hanging: it is generous, and nothing is asserted about
+    how long the wait took. Past it, AssertionError says what was awaited.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {timeout:g} s for {what}")
+        time.sleep(interval)
 
 
 def git(repo: Path, *args: str, env: Mapping[str, str]) -> str:
@@ -96,13 +117,19 @@ def _started(
     with log.open("ab") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=out, start_new_session=True)
     url = f"{'https' if ca else 'http'}://127.0.0.1:{port}/healthz"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and proc.poll() is None:
+
+    def up_or_exited() -> bool:
+        if proc.poll() is not None:
+            return True
         try:
-            if requests.get(url, timeout=5, verify=ca or True).status_code == 200:
-                return proc
+            return requests.get(url, timeout=5, verify=ca or True).status_code == 200
         except (requests.ConnectionError, requests.Timeout):  # workers still booting on a loaded machine
-            time.sleep(0.1)
+            return False
+
+    with contextlib.suppress(AssertionError):
+        wait_until(up_or_exited, f"{what} to answer {url}", interval=0.1)
+    if proc.poll() is None and up_or_exited():
+        return proc
     stop(proc)
     raise RuntimeError(f"{what} did not start; its log:\n{log.read_text()[-3000:]}")
 

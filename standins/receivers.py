@@ -3,6 +3,7 @@
 Each path answers what the test scripts (status, JSON body, headers, delay), default: the real
 service's success answer. Faults: ``hang`` takes the message (it is captured: the chat shows it)
 and answers only after that many seconds, as a receiver slower than our read timeout does;
+``held`` takes the message the same way and answers once the test sets the path's event;
 ``resets`` closes the next N connections with a TCP reset before answering (nothing taken).
 """
 
@@ -47,6 +48,7 @@ class Receivers:
     scripts: dict[str, list[tuple[int, Any, dict[str, str]]]] = field(default_factory=dict)
     delay: dict[str, float] = field(default_factory=dict)
     hang: dict[str, float] = field(default_factory=dict)
+    held: dict[str, threading.Event] = field(default_factory=dict)
     resets: dict[str, int] = field(default_factory=dict)
     answered: list[tuple[str, float]] = field(default_factory=list)
     """(path, time) of every answer sent, after any hang."""
@@ -122,11 +124,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()  # RST: the client sees "connection reset by peer"
             self.close_connection = True
             return
-        hang = rx.hang.get(self.path, 0.0)
-        if hang:
+        hang, held = rx.hang.get(self.path, 0.0), rx.held.get(self.path)
+        if hang or held is not None:
             with rx.lock:
                 rx.captured.append(Captured(self.path, dict(self.headers.items()), body, time.time()))
-            time.sleep(hang)
+            if held is not None:
+                held.wait(60)  # a bound only so a failed test leaves no thread behind
+            else:
+                time.sleep(hang)
             self._reply(200, SUCCESS.get(self.path, (200, {}))[1], {})
             return
         if rx.delay.get(self.path):

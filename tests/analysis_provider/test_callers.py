@@ -24,6 +24,7 @@ from driftguard.argocd import ArgoCDSettings
 from driftguard.errors import ConfigError
 from standins import argo_api, prometheus
 from standins.argo_api import application
+from tests.helpers import examples
 
 KEY = b"redact-key-for-tests-0123456789abcdef"
 TEAM_A = "team-a-gate-token-0123456789abcdef"
@@ -205,7 +206,7 @@ def test_two_callers_may_not_share_a_token_or_a_name(tmp_path: Path) -> None:
 NAME = st.text(alphabet="abc-", min_size=1, max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     projects=st.lists(NAME, min_size=1, max_size=3),
     apps=st.lists(NAME, min_size=1, max_size=3),

@@ -1,4 +1,4 @@
-"""Property: over Argo CD fault x Prometheus fault x gate, every answer is in time and never a false pass.
+"""Property: over Argo CD fault x Prometheus fault x gate, every answer comes, and is never a false pass.
 
 The stand-ins play every fault (standins/faults.py); the baseline upstreams make every gate pass,
 so ``ok: true`` must come back exactly when no upstream the gate reads misbehaved. Examples are
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,7 +29,12 @@ from tests.notifier.conftest import drill_app
 
 from .conftest import NOW, TOKEN
 
+pytestmark = pytest.mark.slow  # a fault space
+
 TIMEOUT = 1.5
+HANG = 60.0
+"""Only a guard against a hung test: a late upstream's answer (an error where waiting would have
+passed) proves the deadline, never how long it took (timing lives in bench/)."""
 APP = "deepseek-inference"
 ROUTES = ("application", "managed-resources", "project")
 NEEDS: dict[str, tuple[set[str], str]] = {
@@ -120,24 +124,22 @@ def upstreams() -> Iterator[tuple[argo_api.FakeArgo, prometheus.FakePrometheus]]
         yield argo, prom
 
 
-def _answer(app: Any, path: str) -> tuple[int, Any, float]:
+def _answer(app: Any, path: str) -> tuple[int, Any]:
     out: dict[str, Any] = {}
 
     def call() -> None:
-        started = time.monotonic()
         resp = app.test_client().get(path, headers={"Authorization": f"Bearer {TOKEN}"})
 
         def refuse(name: str) -> Any:
             raise AssertionError(f"{name} in an answer: not JSON")
 
         out["r"] = (resp.status_code, json.loads(resp.get_data(as_text=True), parse_constant=refuse))
-        out["s"] = time.monotonic() - started
 
     thread = threading.Thread(target=call, daemon=True)
     thread.start()
-    thread.join(TIMEOUT + 1)
-    assert "r" in out, f"{path}: no answer within DRIFTGUARD_ANALYSIS_TIMEOUT + 1 s"
-    return out["r"][0], out["r"][1], out["s"]
+    thread.join(HANG)
+    assert "r" in out, f"{path}: no answer at all (a trickling upstream without a total deadline)"
+    return out["r"][0], out["r"][1]
 
 
 @settings(
@@ -147,7 +149,7 @@ def _answer(app: Any, path: str) -> tuple[int, Any, float]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(argo_fault=argo_faults(), prom_fault=PROM, gate=st.sampled_from(list(NEEDS)))
-def test_every_answer_is_in_time_and_never_a_false_pass(
+def test_every_answer_comes_and_is_never_a_false_pass(
     upstreams: tuple[argo_api.FakeArgo, prometheus.FakePrometheus],
     argo_fault: tuple[str, str | None, Any],
     prom_fault: str,
@@ -179,7 +181,7 @@ def test_every_answer_is_in_time_and_never_a_false_pass(
         now=lambda: NOW,
     )
     try:
-        status, body, seconds = _answer(app, f"/v1/gates/{gate}?{NEEDS[gate][1]}")
+        status, body = _answer(app, f"/v1/gates/{gate}?{NEEDS[gate][1]}")
     finally:
         app.extensions["driftguard"]["pool"].shutdown(wait=False)
     hit = set(ROUTES) if argo_name != "ok" and route is None else ({route} if argo_name != "ok" else set())
@@ -189,8 +191,7 @@ def test_every_answer_is_in_time_and_never_a_false_pass(
     if log := os.environ.get("DRIFTGUARD_FAULT_LOG"):
         with open(log, "a") as f:
             line = {"argo": argo_name, "route": route, "prom": prom_fault, "gate": gate, "status": status}
-            f.write(json.dumps({**line, "ok": body.get("ok"), "seconds": round(seconds, 3)}) + "\n")
-    assert seconds <= TIMEOUT + 1
+            f.write(json.dumps({**line, "ok": body.get("ok")}) + "\n")
     assert (status == 200 and body["ok"] is True) == well, (argo_name, route, prom_fault, gate, status, body)
     if status != 200:
         assert "error" in body and "ok" not in body

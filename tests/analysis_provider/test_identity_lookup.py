@@ -120,6 +120,7 @@ def reason_for(answer: dict[str, Any], path: str) -> str:
     return next(r for r in answer["reasons"] if f": {path} " in r)
 
 
+@pytest.mark.slow  # a notifier under gunicorn per case
 def test_the_gate_names_the_person_and_fails_the_same_when_the_notifier_is_gone(
     tmp_path: Path, argo: argo_api.FakeArgo, drill: tuple[Notifier, str]
 ) -> None:
@@ -256,6 +257,7 @@ def test_the_lookup_through_a_healthy_proxy_names_alice_and_sends_the_token_only
     assert deployment["uid"] and deployment["resourceVersion"] == "918273"
 
 
+@pytest.mark.slow  # a notifier under gunicorn per case
 @pytest.mark.parametrize("target", ["down", "wrong-token"])
 def test_a_notifier_that_is_down_or_refuses_the_token_leaves_the_verdict(
     through_proxy: tuple[proxy.FaultyProxy, dict[str, Flask]], target: str
@@ -277,6 +279,7 @@ SETTINGS = settings(
 )
 
 
+@pytest.mark.slow  # a fault space
 @SETTINGS
 @given(fault=FAILING | ANY_ANSWER)
 def test_no_notifier_fault_changes_the_verdict(

@@ -24,6 +24,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "tests" / "data" / "charts" / "argo-cd"
 SCRIPT = ROOT / "scripts" / "argo_helm_values.py"
@@ -104,6 +106,7 @@ def contained(theirs: Any, merged: Any, where: str) -> None:
         assert theirs == merged, f"{where}: {theirs!r} became {merged!r}"
 
 
+@pytest.mark.slow  # a real chart merged and rendered
 def test_everything_of_the_teams_survives_the_merge() -> None:
     alone, merged, _, _ = renders()
     for key, obj in alone.items():
@@ -115,6 +118,7 @@ def test_everything_of_the_teams_survives_the_merge() -> None:
         contained(obj, merged[key], f"{key[0]}/{key[1]}")
 
 
+@pytest.mark.slow  # the real argo-cd chart rendered
 def test_the_avp_sidecar_and_its_token_stay_as_the_team_has_them() -> None:
     alone, merged, _, _ = renders()
     pod = merged[("Deployment", "argocd-repo-server")]["spec"]["template"]["spec"]
@@ -131,6 +135,7 @@ def test_the_avp_sidecar_and_its_token_stay_as_the_team_has_them() -> None:
     assert yaml.safe_load(cm["driftguard.yaml"])["metadata"]["name"] == "driftguard"
 
 
+@pytest.mark.slow  # the real argo-cd chart rendered
 def test_driftguards_pieces_arrive_beside_the_teams() -> None:
     _, merged, _, said = renders()
     ours = yaml.safe_load(OURS.read_text())
@@ -275,7 +280,7 @@ def helm_coalesce(base: Any, over: Any) -> Any:
     return over
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(theirs=VALUES, ours=VALUES)
 def test_the_merge_never_changes_theirs_and_adds_all_of_ours_it_can(
     theirs: dict[str, Any], ours: dict[str, Any]

@@ -1,4 +1,7 @@
-"""Fixtures for the CMP: a fresh copy of the test repository, and generate run as Argo CD runs it."""
+"""Fixtures for the CMP: a fresh copy of the test repository, and generate run as Argo CD runs it.
+
+How a test runs the command (run_cmp, start_cmp, the callers FRONT and PYTHON_CALLER) is tests/helpers.py.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +11,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import FRONT, PYTHON_CALLER, run_cmp
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -27,12 +31,6 @@ TOOL_DIRS = ":".join(
         }
     )
 )
-
-FRONT = Path(sys.executable).with_name("driftguard-cmp")
-"""The native front (cmp_plugin/preload/front.c) that `make setup` installs as driftguard-cmp."""
-PYTHON_CALLER = [str(FRONT.with_name("driftguard-cmp-py"))]
-"""pip's console script for the same command: what a pip-only install's driftguard-cmp is (never
-``python -m``, which would put the working directory, the tenant's checkout, on sys.path)."""
 
 
 @pytest.fixture
@@ -69,19 +67,6 @@ def cmp_env(app: str, params: list[dict[str, Any]] | None = None, **extra: str) 
     return env
 
 
-def run_cmp(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m cmp_plugin ARGS` in ``cwd`` with exactly ``env``."""
-    return subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
 @pytest.fixture(params=["python", "native"])
 def caller(request: pytest.FixtureRequest) -> list[str]:
     """``driftguard-cmp`` both ways it is installed: pip's Python script, or the image's native front."""
@@ -99,26 +84,15 @@ def generate(repo: Path) -> Generate:
             "DRIFTGUARD_CMP_CACHE_DIR": str(repo.parent / "baseline-cache"),
             **cmp_env(app, params, **extra),
         }
-        return subprocess.run(
-            [sys.executable, "-m", "cmp_plugin", command],
-            cwd=repo / app,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
+        return run_cmp(repo / app, env, command)
 
     return run
 
 
-def kill_preload_servers(root: Path) -> None:
-    """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
-
-    A server lives as long as its socket (cmp_plugin/preload) and pytest keeps old temporary
-    directories, so a test that started one must not leave it behind, whatever the test did.
-    """
+def preload_servers(root: Path) -> list[int]:
+    """The pids of the preload servers whose socket is under ``root`` (one may still be starting)."""
     marker = str(root).encode()
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -127,8 +101,19 @@ def kill_preload_servers(root: Path) -> None:
         except OSError:
             continue
         if b"cmp_plugin.preload.server" in argv and any(a.startswith(marker) for a in argv):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
+            found.append(int(entry.name))
+    return found
+
+
+def kill_preload_servers(root: Path) -> None:
+    """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
+
+    A server lives as long as its socket (cmp_plugin/preload/server.py) and pytest keeps old temporary
+    directories, so a test that started one must not leave it behind, whatever the test did.
+    """
+    for pid in preload_servers(root):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -10,9 +10,7 @@ from typing import Any
 
 import yaml
 
-from standins import processes
-
-from .conftest import run_cmp
+from tests.helpers import git, run_cmp
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gitops"
@@ -28,7 +26,7 @@ class Repo:
         self.git("remote", "add", "origin", "git@git.example.com:platform/gitops.git")
 
     def git(self, *args: str) -> str:
-        return processes.git(self.path, *args, env=os.environ)
+        return git(self.path, *args)
 
     def write(self, rel: str, content: str | dict[str, Any] | list[Any]) -> Path:
         target = self.path / rel

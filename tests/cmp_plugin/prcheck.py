@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema
 
-from .conftest import run_cmp
+from tests.helpers import run_cmp
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "docs" / "pr-check.schema.json"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import yaml
 
 from driftguard.diff import diff_objects
 from standins.drill import inference_desired
+from tests.helpers import run_cmp
 
 from .conftest import ROOT
 
@@ -43,26 +43,12 @@ def gitops(tmp_path: Path) -> Path:
 
 def codify(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DRIFTGUARD_CMP_CACHE_DIR": str(cwd.parent / "cache")}
-    return subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", "codify", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return run_cmp(cwd, env, "codify", *args)
 
 
 def rendered(cwd: Path) -> dict[tuple[str, str], dict[str, object]]:
     out = cwd.parent / "out.yaml"
-    proc = subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", "render", *PATH_FORM, "-o", str(out)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_cmp(cwd, None, "render", *PATH_FORM, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out.read_text()) if d}
 

@@ -20,6 +20,7 @@ from cmp_plugin.repotools.codify_spec import Change, parse_change, spec_of, toke
 from driftguard.diff import escape
 from driftguard.errors import InputError
 from driftguard.manifests import safe_load
+from tests.helpers import examples
 
 
 # keys Go's YAML reads as strings (y, n, on, off, ... are booleans to it, as to helm)
@@ -75,7 +76,7 @@ def _leaves(node: Any, path: list[Any]) -> list[list[Any]]:
     return [path] if path else []
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(doc=st.dictionaries(KEY, TREE, min_size=1, max_size=4), data=st.data(), value=SCALAR)
 def test_replacing_a_scalar_changes_one_line(doc: dict[str, Any], data: st.DataObject, value: Any) -> None:
     text = "# kept\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)
@@ -87,7 +88,7 @@ def test_replacing_a_scalar_changes_one_line(doc: dict[str, Any], data: st.DataO
     assert sum(a != b for a, b in zip(old_lines, new_lines, strict=True)) <= 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(doc=st.dictionaries(KEY, TREE, min_size=1, max_size=4), data=st.data(), value=SCALAR)
 def test_adding_a_key_keeps_every_old_line(doc: dict[str, Any], data: st.DataObject, value: Any) -> None:
     text = "# kept\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)

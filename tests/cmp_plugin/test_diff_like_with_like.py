@@ -14,12 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import start_cmp, wait_until
 
 from .gitrepo import EXAMPLE, REPO_URL, Repo, configmaps
 
@@ -142,19 +142,20 @@ def test_worktrees_are_removed_when_the_diff_is_killed(tmp_path: Path, signum: i
         "HOME": str(tmp_path),
         "TMPDIR": str(scratch),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cmp_plugin", "diff", "--base", base, "--head", head, "apps/"],
-        cwd=repo.path,
-        env=env,
+    proc = start_cmp(
+        repo.path,
+        env,
+        "diff",
+        "--base",
+        base,
+        "--head",
+        head,
+        "apps/",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:
-        for _ in range(600):
-            if marker.exists() and marker.read_text().strip():
-                break
-            time.sleep(0.1)
-        assert marker.exists(), "the render never started"
+        wait_until(lambda: marker.exists() and marker.read_text().strip(), "the render to start", timeout=60)
         assert len(repo.worktrees()) == 3  # base and head are checked out while it renders
         proc.send_signal(signum)
         code = proc.wait(timeout=60)

@@ -21,6 +21,7 @@ from cmp_plugin.prcheck.diffreport import render_report
 from cmp_plugin.prcheck.envdiff import Change, EnvDiff, Environment, Report
 from cmp_plugin.prcheck.fieldchanges import FieldLine
 from driftguard.manifests import ResourceKey
+from tests.helpers import examples
 
 PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 # what has a meaning in Markdown, HTML or GitHub's renderer, and what breaks a line
@@ -100,7 +101,7 @@ def removed_lines(tokens: list[Token]) -> list[str]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reports())
 def test_the_table_and_every_removed_line_survive_any_name(report: Report) -> None:
     md = render_report(report, fmt="markdown")

@@ -7,12 +7,12 @@ import io
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cmp_plugin.prcheck.diffcmd import progress_reporter
+from tests.helpers import run_cmp
 
 from .gitrepo import Repo, configmaps
 from .test_diff_like_with_like import application
@@ -29,14 +29,17 @@ def repo_with_apps(tmp_path: Path, n: int) -> tuple[Repo, str]:
 def diff_with_stderr_on_a_terminal(repo: Repo, base: str, env: dict[str, str]) -> tuple[int, str]:
     primary, secondary = pty.openpty()
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "cmp_plugin", "diff", "--base", base, "--head", base, "apps/"],
-            cwd=repo.path,
-            env=env,
+        proc = run_cmp(
+            repo.path,
+            env,
+            "diff",
+            "--base",
+            base,
+            "--head",
+            base,
+            "apps/",
             stdout=subprocess.PIPE,
             stderr=secondary,
-            check=False,
-            timeout=120,
         )
         os.close(secondary)
         secondary = -1

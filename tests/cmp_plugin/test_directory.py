@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin import dirsource
 from driftguard.errors import InputError, LimitExceeded
+from tests.helpers import examples
 
 from .conftest import Generate
 
@@ -329,7 +330,9 @@ def reference(files: list[str], *, recurse: bool, include: str, exclude: str) ->
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(files=trees(), recurse=st.booleans(), include=_PATTERNS, exclude=_PATTERNS)
 def test_selection_matches_the_reference_model(
     tmp_path_factory: pytest.TempPathFactory, files: list[str], recurse: bool, include: str, exclude: str

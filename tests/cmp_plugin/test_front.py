@@ -26,8 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmp_plugin.preload import protocol as preload
+from tests.helpers import FRONT, PYTHON_CALLER, examples, run_cmp
 
-from .conftest import FRONT, PYTHON_CALLER, ROOT, cmp_env
+from .conftest import ROOT, cmp_env
 
 APP = "charts/platform"
 
@@ -154,16 +155,7 @@ def recorder(tmp_path: Path) -> Iterator[Any]:
 
 def run(argv: list[str], cwd: Path, env: dict[Any, Any], **popen: Any) -> subprocess.CompletedProcess[str]:
     popen.setdefault("process_group", 0)  # argocd-cmp-server: Setpgid, same session
-    return subprocess.run(
-        [*argv, "generate"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        **popen,
-    )
+    return run_cmp(cwd, env, "generate", caller=argv, timeout=60, **popen)
 
 
 def env_for(cache: Path, **extra: str) -> dict[str, str]:
@@ -251,7 +243,9 @@ _NAME = st.binary(min_size=1, max_size=12).filter(lambda b: b"\0" not in b and b
 _VALUE = st.binary(max_size=40).filter(lambda b: b"\0" not in b)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(extra=st.dictionaries(_NAME, _VALUE, max_size=8), umask=st.sampled_from([0o022, 0o077, 0o002, 0]))
 def test_any_environment_crosses_byte_for_byte_as_python_sends_it(
     tmp_path_factory: pytest.TempPathFactory, extra: dict[bytes, bytes], umask: int
@@ -266,15 +260,7 @@ def test_any_environment_crosses_byte_for_byte_as_python_sends_it(
             given = env_for(r.path.parent, LC_CTYPE="C.UTF-8")
             env: dict[bytes, bytes] = {os.fsencode(k): os.fsencode(v) for k, v in given.items()}
             env.update({k: v for k, v in extra.items() if k not in env})
-            proc = subprocess.run(
-                [*argv, "generate"],
-                cwd=base,
-                env=env,
-                capture_output=True,
-                timeout=60,
-                check=False,
-                umask=umask,
-            )
+            proc = run_cmp(base, env, "generate", caller=argv, timeout=60, text=False, umask=umask)
             assert proc.returncode == 0, proc.stderr
             (req,) = r.requests
             assert req["umask"] == umask
@@ -295,6 +281,7 @@ def test_a_render_process_that_vanishes_after_go_is_an_error(
     assert proc.stderr == "driftguard: error: the preloaded render process ended without an exit code\n"
 
 
+@pytest.mark.slow  # waits out a deadline per caller
 @pytest.mark.parametrize("answer", ["silent", "not-ready"])
 @pytest.mark.parametrize("argv", [PYTHON_CALLER, [str(FRONT)]], ids=["python", "native"])
 def test_a_server_that_cannot_take_the_render_is_asked_once_then_the_render_runs_here(
@@ -310,10 +297,8 @@ def test_a_server_that_cannot_take_the_render_is_asked_once_then_the_render_runs
 
 def test_commands_other_than_generate_and_preload_off_are_pythons(repo: Path, tmp_path: Path) -> None:
     for args in (["plugin-yaml"], ["--help"]):
-        native = subprocess.run([str(FRONT), *args], capture_output=True, text=True, timeout=60, check=False)
-        python = subprocess.run(
-            [*PYTHON_CALLER, *args], capture_output=True, text=True, timeout=60, check=False
-        )
+        native = run_cmp(None, None, *args, caller=[str(FRONT)], timeout=60)
+        python = run_cmp(None, None, *args, caller=PYTHON_CALLER, timeout=60)
         assert (native.returncode, native.stdout, native.stderr) == (
             python.returncode,
             python.stdout,
@@ -423,6 +408,7 @@ class DripRecorder(Recorder):
         conn.sendall(preload.READY)
 
 
+@pytest.mark.slow  # waits out a deadline per caller
 @pytest.mark.parametrize("argv", [PYTHON_CALLER, [str(FRONT)]], ids=["python", "native"])
 def test_the_request_is_sent_within_one_deadline_or_the_render_runs_here(
     tmp_path: Path, repo: Path, argv: list[str]
@@ -449,14 +435,14 @@ def test_a_stderr_nobody_reads_is_no_death_by_sigpipe(recorder: Any, repo: Path)
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = subprocess.run(
-            [str(FRONT), "generate"],
-            cwd=repo / APP,
-            env=env_for(r.path.parent),
+        proc = run_cmp(
+            repo / APP,
+            env_for(r.path.parent),
+            "generate",
+            caller=[str(FRONT)],
+            timeout=60,
             stdout=subprocess.DEVNULL,
             stderr=write,
-            timeout=60,
-            check=False,
             process_group=0,
         )
     finally:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers import git
+
 ROOT = Path(__file__).resolve().parents[2]
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
 
@@ -20,11 +22,6 @@ CHART = {
         "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: payment}\n{{- end }}\n"
     ),
 }
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-    return out.stdout
 
 
 @pytest.fixture(scope="module")

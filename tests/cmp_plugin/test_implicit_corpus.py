@@ -20,9 +20,9 @@ import yaml
 
 from cmp_plugin import pipeline
 from cmp_plugin.argo_env import AppEnv, parse_parameters
-from cmp_plugin.guards.implicit_defaults import NOTE, ImplicitDefaultsGuard
+from cmp_plugin.guards.implicit_defaults import ImplicitDefaultsGuard
 from cmp_plugin.helmchart import chart_values as cv
-from cmp_plugin.helmchart.implicit import Finding, by_key, prepare
+from cmp_plugin.helmchart.implicit import NOTE, Finding, by_key, prepare
 from cmp_plugin.helmchart.template_lexer import actions, expression_keys
 from cmp_plugin.kept import is_kept
 from cmp_plugin.settings import CmpSettings
@@ -128,6 +128,7 @@ def test_every_finding_is_proven_by_bare_helm(
         assert lines[0].startswith(f"driftguard: note: {len(by_key(found))} resource switches rely")
 
 
+@pytest.mark.slow  # real charts, proven by bare helm
 def test_disabled_subcharts_hold_no_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outcome = render("prometheus", "ci/09-standalone-deployment-values.yaml", tmp_path, monkeypatch)
     switches = outcome.notes[NOTE]

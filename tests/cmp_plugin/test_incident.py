@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from driftguard.cause import CHART_DEFAULT, REFUSED, Cause, GatingKey, parse_condition
-from standins import processes
 from standins.argo_api import FakeArgo, application, kubeconfig, serve
+from tests.helpers import git, run_cmp
 
-from .conftest import cmp_env, run_cmp
+from .conftest import cmp_env
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gitops"
@@ -35,10 +35,6 @@ def as_argocd_condition(stderr: str) -> str:
         " desc = error generating manifests in cmp: rpc error: code = Unknown desc = error generating"
         " manifests: `driftguard-cmp generate` failed exit status 3: " + stderr.strip()
     )
-
-
-def git(repo: Path, *args: str) -> str:
-    return processes.git(repo, *args, env=os.environ)
 
 
 @pytest.fixture

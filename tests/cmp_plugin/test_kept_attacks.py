@@ -15,6 +15,7 @@ import pytest
 from standins.argo_api import FakeArgo, application, kubeconfig, serve
 
 from .conftest import Generate
+from .test_scan_layouts import ATTACKS, as_list, attacked
 
 PLAIN = [
     ("", "Namespace", "", "plain"),
@@ -187,3 +188,47 @@ def test_a_render_of_hooks_only_is_empty(generate: Generate, repo: Path) -> None
     proc = generate("plain")
     assert proc.returncode == 3, proc.stderr
     assert "none of which Argo CD keeps" in proc.stderr
+
+
+# the same attacks in the other layouts the scanner reads without parsing (test_scan_layouts.py
+# crosses them all against the full parse; these run a few through generate and the guard)
+LAYOUT_ATTACKS = [
+    ("json", "quoted key", "namespace", False, False),
+    ("flow", "merge", "namespace", False, False),
+    ("indent 4", "complex key", "name", False, False),
+    ("kind first", "binary hook", "namespace", False, False),
+    ("kustomize", "str tag", "namespace", False, False),
+    ("comments first", "items after break", "namespace", False, False),
+    ("document end", "continued", "name", False, False),
+    ("helm", "spaced key", "namespace", True, False),
+    ("helm", "meta: 5", "namespace", False, True),
+    ("kustomize", "top: 9", "name", True, True),
+]
+
+
+@pytest.mark.parametrize(("layout", "attack", "key", "listed", "crlf"), LAYOUT_ATTACKS)
+def test_a_pvc_moved_in_any_layout_is_a_removal(
+    generate: Generate,
+    cluster: FakeArgo,
+    repo: Path,
+    layout: str,
+    attack: str,
+    key: str,
+    listed: bool,
+    crlf: bool,
+) -> None:
+    assert attack in ATTACKS
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    doc = attacked(layout, attack, key, "data", "\x85")
+    text = "---\n" + (as_list([doc], 2) if listed else doc)
+    (repo / "plain" / "pvc.yaml").write_bytes(text.replace("\n", "\r\n" if crlf else "\n").encode())
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, (layout, attack, proc.stderr)
+    assert "1 of a protected kind (PersistentVolumeClaim)" in proc.stderr.splitlines()[0], proc.stderr
+    assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()
+    # the control: the same layout without the attack keeps the PVC
+    doc = attacked(layout, "none", key, "data", "\x85")
+    text = "---\n" + (as_list([doc], 2) if listed else doc)
+    (repo / "plain" / "pvc.yaml").write_bytes(text.replace("\n", "\r\n" if crlf else "\n").encode())
+    proc = run(generate, cluster)
+    assert proc.returncode == 0, (layout, proc.stderr)

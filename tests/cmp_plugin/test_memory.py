@@ -8,6 +8,7 @@ the cgroup, the tools run with GOMEMLIMIT, and the cap holds against measured re
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin import memory
 from cmp_plugin.process import tool_env
+from tests.helpers import start_cmp, wait_until
 
 from .conftest import cmp_env
 
@@ -51,10 +53,10 @@ def start(here: Path, cache: Path, *, cgroup: Path | None = None, **extra: str) 
             with open(procs, "w") as f:
                 f.write(str(os.getpid()))
 
-    return subprocess.Popen(
-        [sys.executable, "-m", "cmp_plugin", "generate"],
-        cwd=here,
-        env=env,
+    return start_cmp(
+        here,
+        env,
+        "generate",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -79,14 +81,16 @@ def container(tmp_path: Path) -> Iterator[Path]:
             limit.write_text(str(1024 * MiB))
             yield group
         finally:
-            for _ in range(100):
+
+            def removed(group: Path = group) -> bool:
                 try:
                     group.rmdir()
-                    break
-                except OSError:
-                    import time
+                except OSError:  # the last process is still leaving the group
+                    return False
+                return True
 
-                    time.sleep(0.05)  # the last process is still leaving the group
+            with contextlib.suppress(AssertionError):
+                wait_until(removed, "the cgroup to empty", timeout=5)
         return
     pytest.skip(
         "no writable cgroup tree here: test_two_heavy_renders_under_a_declared_limit covers the slots"

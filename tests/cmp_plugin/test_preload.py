@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from cmp_plugin.preload import protocol as preload
 from cmp_plugin.preload import server
 from driftguard import env as dg_env
+from tests.helpers import start_cmp, wait_until
 
-from .conftest import cmp_env
+from .conftest import cmp_env, preload_servers
 
 APP = "charts/platform"
 
@@ -94,16 +95,6 @@ def server_pid(cache: Path) -> int:
         s.close()
 
 
-def wait_for(check: Callable[[], Any], what: str, seconds: float = 20.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {seconds} s: {what}")
-
-
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -141,10 +132,11 @@ def start(
             "DRIFTGUARD_CMP_RENDER_CACHE_BYTES": "0",
         }
         popen.setdefault("process_group", 0)  # argocd-cmp-server: Setpgid, same session
-        return subprocess.Popen(
-            [*caller, "generate"],
-            cwd=repo / APP,
-            env=env,
+        return start_cmp(
+            repo / APP,
+            env,
+            "generate",
+            caller=caller,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -165,7 +157,7 @@ def generate(start: Callable[..., subprocess.Popen[str]]) -> Callable[..., Run]:
 
 
 def served(cache: Path) -> int:
-    return int(wait_for(lambda: server_pid(cache), "the preload server answers"))
+    return int(wait_until(lambda: server_pid(cache), "the preload server answers"))
 
 
 def test_a_preloaded_render_is_the_same_render_in_the_callers_group(
@@ -208,11 +200,11 @@ def test_killing_the_commands_group_stops_the_preloaded_render_and_its_tools(
     server = served(cache)
     before = len(starts(helm_log))
     proc = start(sleep=60)  # a helm that hangs
-    helm = wait_for(lambda: starts(helm_log)[before:], "the slow helm starts")[0]
+    helm = wait_until(lambda: starts(helm_log)[before:], "the slow helm starts")[0]
     assert helm["ppid"] != proc.pid and helm["pgid"] == proc.pid
     os.killpg(proc.pid, signal.SIGKILL)  # what argocd-cmp-server does after a command or its timeout
     proc.communicate(timeout=30)
-    wait_for(lambda: not alive(helm["pid"]) and not alive(helm["ppid"]), "the render and its helm are gone")
+    wait_until(lambda: not alive(helm["pid"]) and not alive(helm["ppid"]), "the render and its helm are gone")
     assert alive(server), "the server is not in the command's group: it serves the next render"
     assert generate().returncode == 0
 
@@ -233,6 +225,7 @@ def test_the_server_holds_nothing_of_an_application(
     assert os.getpgid(server) != run.pid
 
 
+@pytest.mark.slow  # waits out a deadline per caller
 def test_a_socket_that_never_answers_costs_a_wait_then_an_ordinary_render(
     generate: Callable[..., Run], cache: Path, helm_log: Path
 ) -> None:
@@ -272,8 +265,9 @@ def test_a_cache_directory_others_can_write_means_no_preloading(
         run = generate()
         assert run.returncode == 0, run.stderr
         assert starts(helm_log)[-1]["ppid"] == run.pid
-        time.sleep(0.5)
-    assert not (cache / preload.SOCKET_NAME).exists(), "a server started in a directory others can write"
+        # a start leaves its marker (or, once the server listens, the socket) before generate returns
+        started = [n for n in (preload.STARTING, preload.SOCKET_NAME) if (cache / n).exists()]
+        assert not started and not preload_servers(cache), "a server started in a directory others can write"
 
 
 def test_a_caller_in_another_session_renders_itself(
@@ -296,17 +290,31 @@ def waiting_children(server: int) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+ACCEPT4 = {"x86_64": 288, "aarch64": 242}[platform.machine()]
+"""The syscall a child forked ahead waits in (Python's socket.accept on Linux)."""
+
+
+def in_accept(pid: int) -> bool:
+    """Asleep in accept4(): waiting for a connection (a child woken by one is running, or reading)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+        return state == "S" and int(Path(f"/proc/{pid}/syscall").read_text().split()[0]) == ACCEPT4
+    except (OSError, IndexError, ValueError):  # gone, or running ("running" instead of a number)
+        return False
+
+
 def settled_child(server: int) -> int:
-    """The one child waiting once the one that served ``served()``'s probe has gone."""
+    """The one child waiting once the one that served ``served()``'s probe has gone.
+
+    The probe's connect() woke the child that takes it before it returned, so once ``served()``
+    has returned only the child forked ahead of the next render sleeps in accept().
+    """
 
     def one() -> int:
         found = waiting_children(server)
-        if len(found) != 1:
-            return 0
-        time.sleep(0.3)  # a child that just answered a probe is gone well within this
-        return found[0] if waiting_children(server) == found else 0
+        return found[0] if len(found) == 1 and in_accept(found[0]) else 0
 
-    return int(wait_for(one, "one child forked ahead"))
+    return int(wait_until(one, "one child forked ahead"))
 
 
 def test_removing_the_socket_stops_the_server(generate: Callable[..., Run], cache: Path) -> None:
@@ -314,8 +322,8 @@ def test_removing_the_socket_stops_the_server(generate: Callable[..., Run], cach
     server = served(cache)
     waiting = settled_child(server)
     (cache / preload.SOCKET_NAME).unlink()
-    wait_for(lambda: not alive(server), "the server exits")
-    wait_for(lambda: not alive(waiting), "so does the child it forked ahead")
+    wait_until(lambda: not alive(server), "the server exits")
+    wait_until(lambda: not alive(waiting), "so does the child it forked ahead")
 
 
 def test_a_key_another_server_wrote_over_ours_is_put_back(
@@ -334,7 +342,7 @@ def test_a_key_another_server_wrote_over_ours_is_put_back(
     os.replace(cache / "other.tmp", key)
     unproven = generate()
     assert unproven.returncode == 0 and starts(helm_log)[-1]["ppid"] == unproven.pid, "in-process"
-    wait_for(lambda: key.read_bytes() == ours, "the server puts its key back")
+    wait_until(lambda: key.read_bytes() == ours, "the server puts its key back")
     run = generate()
     assert run.returncode == 0 and starts(helm_log)[-1]["ppid"] != run.pid, "preloaded again"
     assert served(cache) == server
@@ -351,7 +359,7 @@ def test_a_child_is_forked_ahead_of_each_render(
     assert run.returncode == 0, run.stderr
     helm = starts(helm_log)[-1]
     assert helm["ppid"] == first, "the render ran in the child that was waiting"
-    (second,) = wait_for(lambda: [p for p in waiting_children(server) if p != first], "the next one")
+    (second,) = wait_until(lambda: [p for p in waiting_children(server) if p != first], "the next one")
     assert second != first
 
 
@@ -441,11 +449,11 @@ def test_a_stuck_child_is_replaced_and_the_render_still_preloaded(
     stuck = settled_child(server)
     os.kill(stuck, signal.SIGSTOP)
     # stopped for certain before the render connects (else it may take the connection, then stop)
-    wait_for(lambda: Path(f"/proc/{stuck}/stat").read_text().split(") ", 1)[1][0] == "T", "stopped")
+    wait_until(lambda: Path(f"/proc/{stuck}/stat").read_text().split(") ", 1)[1][0] == "T", "stopped")
     run = generate()
     assert run.returncode == 0, run.stderr
     assert starts(helm_log)[-1]["ppid"] not in (run.pid, stuck), "served by a new child"
-    wait_for(lambda: not alive(stuck), "the stuck child is gone")
+    wait_until(lambda: not alive(stuck), "the stuck child is gone")
     assert alive(server)
 
 
@@ -457,12 +465,12 @@ def test_a_child_whose_server_died_serves_nothing(
     server = served(cache)
     orphan = settled_child(server)
     os.kill(server, signal.SIGKILL)
-    wait_for(lambda: not alive(server), "the server is gone")
-    wait_for(lambda: not alive(orphan), "the child forked ahead dies with it", 5)
+    wait_until(lambda: not alive(server), "the server is gone")
+    wait_until(lambda: not alive(orphan), "the child forked ahead dies with it")
     run = generate()  # finds nobody listening: starts a server, renders itself
     assert run.returncode == 0, run.stderr
     assert starts(helm_log)[-1]["ppid"] == run.pid, "rendered in-process"
-    wait_for(lambda: server_pid(cache) not in (0, server), "a new server", 30)
+    wait_until(lambda: server_pid(cache) not in (0, server), "a new server", timeout=30)
     again = generate()
     assert again.returncode == 0 and starts(helm_log)[-1]["ppid"] != again.pid
 
@@ -474,12 +482,13 @@ def test_a_server_whose_socket_is_gone_stops_even_while_its_children_die(
     server = served(cache)
     settled_child(server)
     (cache / preload.SOCKET_NAME).unlink()
-    deadline = time.monotonic() + 10
-    while alive(server) and time.monotonic() < deadline:
+
+    def stopped() -> bool:
         for child in waiting_children(server):
             os.kill(child, signal.SIGKILL)  # each one "gone" without a connection
-        time.sleep(0.05)
-    assert not alive(server), "re-forking for ever instead of noticing its socket is gone"
+        return not alive(server)
+
+    wait_until(stopped, "the server to notice its socket is gone (not re-forking for ever)")
 
 
 @given(st.binary(min_size=0, max_size=100), st.binary(max_size=300))

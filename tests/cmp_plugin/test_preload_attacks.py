@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from cmp_plugin.preload import protocol as preload
+from tests.helpers import start_cmp, wait_until
 
 from .conftest import cmp_env, kill_preload_servers
-from .test_preload import Run, alive, server_pid, starts, wait_for, wrapper
+from .test_preload import Run, alive, server_pid, starts, wrapper
 
 APP = "charts/platform"
 
@@ -67,10 +68,11 @@ def render(repo: Path, tmp_path: Path, caller: list[str]) -> Callable[..., Run]:
             # hits are tests/cmp_plugin/test_render_cache.py's)
             "DRIFTGUARD_CMP_RENDER_CACHE_BYTES": "0",
         }
-        proc = subprocess.Popen(
-            [*caller, "generate"],
-            cwd=repo / app,
-            env=env,
+        proc = start_cmp(
+            repo / app,
+            env,
+            "generate",
+            caller=caller,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -128,7 +130,7 @@ def test_a_render_that_crashes_fails_as_it_does_without_preloading(
     cache = tmp_path / "cache-on"
     try:
         render(cache, **ascii_out)  # starts the server
-        wait_for(lambda: server_pid(cache), "the preload server answers")
+        wait_until(lambda: server_pid(cache), "the preload server answers")
         on = render(cache, **ascii_out)
         assert preloaded(render, on)
         assert on.returncode == off.returncode, on.stderr
@@ -151,7 +153,7 @@ def test_a_cache_path_at_the_socket_limit_still_gets_a_server(
     assert len(os.fsencode(cache / preload.SOCKET_NAME)) == 99
     first = render(cache)
     assert first.returncode == 0, first.stderr
-    server = wait_for(lambda: server_pid(cache), "the preload server answers")
+    server = wait_until(lambda: server_pid(cache), "the preload server answers")
     second = render(cache)
     assert second.returncode == 0 and second.stdout == first.stdout
     assert preloaded(render, second)
@@ -167,7 +169,7 @@ def test_a_busy_server_is_not_replaced(render: Callable[..., Run], tmp_path: Pat
     """
     cache = tmp_path / "cache"
     assert render(cache).returncode == 0
-    server = wait_for(lambda: server_pid(cache), "the preload server answers")
+    server = wait_until(lambda: server_pid(cache), "the preload server answers")
     path = cache / preload.SOCKET_NAME
     inode = path.stat().st_ino
     waiting: list[socket.socket] = []
@@ -194,7 +196,7 @@ def test_a_busy_server_is_not_replaced(render: Callable[..., Run], tmp_path: Pat
         os.kill(server, signal.SIGCONT)
     try:
         # the server first works through what waited (each child finds its caller gone and exits)
-        wait_for(lambda: _preloaded_render(render, cache), "a render is preloaded again", 60)
+        wait_until(lambda: _preloaded_render(render, cache), "a render is preloaded again", timeout=60)
         assert server_pid(cache) == server
     finally:
         kill_server(cache)
@@ -210,13 +212,17 @@ def test_a_server_started_from_another_session_gives_way(render: Callable[..., R
     cache = tmp_path / "cache"
     by_hand = render(cache, start_new_session=True)
     assert by_hand.returncode == 0, by_hand.stderr
-    stranger = wait_for(lambda: server_pid(cache), "the preload server answers")
+    stranger = wait_until(lambda: server_pid(cache), "the preload server answers")
     try:
         first = render(cache)  # argocd-cmp-server's session: that child cannot join the group
         assert first.returncode == 0 and first.stdout == by_hand.stdout, first.stderr
         assert not preloaded(render, first)
-        wait_for(lambda: server_pid(cache) not in (0, stranger), "a server of this session took over", 60)
-        wait_for(lambda: _preloaded_render(render, cache), "a render of this session is preloaded", 60)
+        wait_until(
+            lambda: server_pid(cache) not in (0, stranger), "a server of this session took over", timeout=60
+        )
+        wait_until(
+            lambda: _preloaded_render(render, cache), "a render of this session is preloaded", timeout=60
+        )
     finally:
         kill_server(cache)
         if alive(stranger):
@@ -235,7 +241,7 @@ def test_a_start_that_keeps_failing_backs_off(render: Callable[..., Run], tmp_pa
     marker = cache / preload.STARTING
 
     def attempts() -> str:
-        return str(wait_for(lambda: marker.exists() and marker.read_text(), "the start marker"))
+        return str(wait_until(lambda: marker.exists() and marker.read_text(), "the start marker"))
 
     def age(seconds: int) -> None:
         t = time.time() - seconds

@@ -13,14 +13,14 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cmp_plugin import memory, proof_background
+from tests.helpers import FRONT, wait_until
 
-from .conftest import FRONT, Generate, cmp_env
+from .conftest import Generate, cmp_env
 from .test_preload import server_pid
 
 HELM = os.environ["DRIFTGUARD_HELM"]
@@ -74,13 +74,7 @@ def _runs(log: Path, who: str) -> int:
 
 
 def _wait_for(check: Callable[[], Any], what: str, seconds: float = 120.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {seconds} s: {what}")
+    return wait_until(check, what, timeout=seconds)
 
 
 def _locks(cache: Path) -> list[Path]:

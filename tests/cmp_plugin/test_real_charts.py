@@ -18,8 +18,9 @@ import pytest
 
 from cmp_plugin.scan import keys_of, scan_stream
 from driftguard.manifests import load_stream, resource_key
+from tests.helpers import run_cmp
 
-from .conftest import ROOT, cmp_env, run_cmp
+from .conftest import ROOT, cmp_env
 
 DATA = ROOT / "tests" / "data" / "charts"
 HELM = os.environ["DRIFTGUARD_HELM"]
@@ -53,6 +54,7 @@ def _stable(text: str, unstable: set[str]) -> list[str]:
     return sorted(_ident(o) if _ident(o) in unstable else o for o in _objects(text))
 
 
+@pytest.mark.slow  # real charts
 @pytest.mark.parametrize(("chart", "values"), CASES, ids=[f"{c}[{v or 'default'}]" for c, v in CASES])
 def test_real_chart_renders_like_bare_helm(checkout: Path, chart: str, values: str | None) -> None:
     params = [{"name": "values-files", "array": [values]}] if values else None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from cmp_plugin import pipeline
@@ -16,6 +15,7 @@ from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.settings import CmpSettings
 from driftguard.cause import CHART_DEFAULT, parse_condition
 from driftguard.manifests import ResourceKey
+from tests.helpers import run_cmp
 
 from .conftest import cmp_env
 
@@ -44,15 +44,7 @@ def generate(chart: Path, cache: Path, *params: dict[str, str]) -> subprocess.Co
         "DRIFTGUARD_CMP_CACHE_DIR": str(cache),
         **cmp_env("harbor", list(params), ARGOCD_APP_NAME="harbor"),
     }
-    return subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", "generate"],
-        cwd=chart,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return run_cmp(chart, env, "generate")
 
 
 def test_the_shrink_guard_names_the_key_a_render_proves(tmp_path: Path) -> None:

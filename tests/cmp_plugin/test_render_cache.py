@@ -262,8 +262,8 @@ def test_a_render_tool_cannot_write_the_cache(generate: Generate, repo: Path, tm
 def test_the_pr_check_renders_only_environments_whose_inputs_changed(tmp_path: Path) -> None:
     import json
 
-    from tests.cmp_plugin.conftest import run_cmp
     from tests.cmp_plugin.gitrepo import REPO_URL, Repo
+    from tests.helpers import run_cmp
 
     repo = Repo(tmp_path / "gitops")
     names = ("alpha", "beta", "gamma", "delta")

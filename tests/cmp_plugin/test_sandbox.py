@@ -18,9 +18,10 @@ import pytest
 
 from cmp_plugin import sandbox
 from cmp_plugin.preload import protocol as preload
+from tests.helpers import wait_until
 
 from .conftest import cmp_env, kill_preload_servers
-from .test_preload import alive, server_pid, wait_for
+from .test_preload import alive, server_pid
 
 APP = "charts/platform"
 
@@ -94,7 +95,7 @@ def test_a_render_cannot_take_the_preload_server_over(repo: Path, tmp_path: Path
     cache = tmp_path / "cache"
     first = run(repo, cache)
     assert first.returncode == 0, first.stderr
-    server = wait_for(lambda: server_pid(cache), "the preload server answers")
+    server = wait_until(lambda: server_pid(cache), "the preload server answers")
     inode = (cache / preload.SOCKET_NAME).stat().st_ino
     victim = tmp_path / "other-render" / "secret.txt"  # another render's scratch or checkout
     victim.parent.mkdir()

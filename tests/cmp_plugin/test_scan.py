@@ -15,6 +15,7 @@ from cmp_plugin.process import tool_env
 from cmp_plugin.scan import _scan_general, _scan_helm, keys_of, scan_stream
 from cmp_plugin.settings import CmpSettings
 from driftguard.manifests import DEFAULT_LIMITS, load_stream, resource_key
+from tests.helpers import examples
 
 ODD = """\
 ---
@@ -141,7 +142,7 @@ odd_values = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -231,7 +232,7 @@ def helm_doc(
     return head + top + meta + extra + end
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from cmp_plugin.helmchart.schema_refs import _outside_ref, check_chart_schemas, known_draft
 from driftguard.errors import InputError
 from standins.http import running
+from tests.helpers import examples
 
 from .conftest import ROOT
 
@@ -203,7 +204,9 @@ def _fill(value: Any, base: str) -> Any:
     return value
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(schema=schemas())
 def test_property_refused_iff_helm_fetches(
     tmp_path_factory: pytest.TempPathFactory, server: tuple[str, list[str]], schema: dict[str, Any]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin.repotools.set_image import ImageSpec, parse_spec, set_image
 from driftguard.errors import DriftguardError
+from tests.helpers import examples, run_cmp
 from tests.manifests.reference import kustomize
 
 OVERLAY = """\
@@ -125,13 +124,13 @@ def test_a_registry_port_is_not_a_tag() -> None:
 
 def test_the_command_line(tmp_path: Path) -> None:
     prod = overlay(tmp_path)
-    cmd = [sys.executable, "-m", "cmp_plugin", "set-image", "nginx:1.27", "--path", str(prod)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    args = ["set-image", "nginx:1.27", "--path", str(prod)]
+    out = run_cmp(None, None, *args)
     assert out.returncode == 0, out.stderr
     assert "nginx: newTag 1.25 -> 1.27" in out.stdout
-    again = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    again = run_cmp(None, None, *args)
     assert "already set; nothing changed" in again.stdout
-    bad = subprocess.run([*cmd[:4], "nope:1", *cmd[5:]], capture_output=True, text=True, check=False)
+    bad = run_cmp(None, None, "set-image", "nope:1", *args[2:])
     assert bad.returncode == 2
     assert bad.stderr.startswith("driftguard: error: ") and "no images: entry named 'nope'" in bad.stderr
 
@@ -141,7 +140,7 @@ QUOTES = st.sampled_from(["", "'", '"'])
 TAGS = st.from_regex(r"[\w][\w.-]{0,20}", fullmatch=True)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(dash=LAYOUTS, quote=QUOTES, old=TAGS, new=TAGS, comment=st.booleans())
 def test_any_layout_reads_back_as_exactly_the_asked_change(
     tmp_path_factory: pytest.TempPathFactory, dash: str, quote: str, old: str, new: str, comment: bool

@@ -26,9 +26,10 @@ import pytest
 
 from cmp_plugin import launch, sandbox
 from cmp_plugin.preload import protocol as preload
+from tests.helpers import wait_until
 
 from .conftest import HERE, cmp_env
-from .test_preload import alive, server_pid, starts, wait_for
+from .test_preload import alive, server_pid, starts
 
 APP = "charts/platform"
 STEPS = {
@@ -108,13 +109,13 @@ def test_a_tool_running_the_tenants_code_cannot_take_the_preload_server_over(
     assert clean[0] == 0, clean[2]
     clean_victim = finish(start(victim_repo, "argocd_victim", "unused"))
     assert clean_victim[0] == 0, clean_victim[2]
-    server = wait_for(lambda: server_pid(cache), "the preload server answers")
+    server = wait_until(lambda: server_pid(cache), "the preload server answers")
     key = (cache / preload.KEY_NAME).read_bytes()
     inode = (cache / preload.SOCKET_NAME).stat().st_ino
 
     (victim_repo / APP / "wait-for-attack").touch()
     victim = start(victim_repo, "argocd_victim", "victim-s3cret-Zq9")
-    wait_for(lambda: (log / "victim-waiting").exists(), "the other tenant's render is in its helm", 60)
+    wait_until(lambda: (log / "victim-waiting").exists(), "the other tenant's render is in its helm", 60)
     shutil.copy(HERE / "hostile_tool.py", repo / APP / "attack.py")
     attacked = start(repo, "argocd_attacker", "attacker-own-s3cret-Kp4")
     attacked_result, victim_result = finish(attacked), finish(victim)

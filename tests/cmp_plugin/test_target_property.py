@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from cmp_plugin.scan import scan_stream
 from cmp_plugin.target import target
 from driftguard.manifests import CLUSTER_SCOPED
+from tests.helpers import examples
 
 DEST = "apps"
 
@@ -215,7 +216,7 @@ def render(objs: list[dict[str, Any]], layout: str) -> str:
     return "".join(head + yaml.safe_dump(o, sort_keys=False, default_flow_style=False) for o in objs)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(resource(), min_size=1, max_size=6), st.sampled_from(["helm", "plain", "json"]))
 def test_kept_set_is_argo_cds(objs: list[dict[str, Any]], layout: str) -> None:
     text = render(objs, layout)

@@ -11,14 +11,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cmp_plugin import launch, paths
+from tests.helpers import run_cmp, start_cmp, wait_until
 
 from .conftest import cmp_env
 
@@ -87,16 +86,7 @@ def plugin(
     # the sidecar's Argo CD token: an env value that must never be printed (nothing listens on :9)
     env["DRIFTGUARD_ARGOCD_URL"] = "http://127.0.0.1:9"
     env["DRIFTGUARD_ARGOCD_TOKEN"] = ENV_SECRET
-    return subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", command],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        start_new_session=True,
-    )
+    return run_cmp(cwd, env, command, start_new_session=True)
 
 
 def refused(run: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -259,14 +249,12 @@ def test_a_symlink_out_of_the_checkout_is_refused_in_generate(
 def test_a_symlink_out_of_the_checkout_is_refused_in_render(checkout: Path, outside: Path, kind: str) -> None:
     symlinked(checkout, outside, kind)
     args = ["--values-file", "prod.yaml"] if kind == "values-file-param" else []
-    run = subprocess.run(
-        [sys.executable, "-m", "cmp_plugin", "render", str(checkout / "apps" / kind), *args],
-        cwd=checkout,
-        env={**cmp_env("x"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    run = run_cmp(
+        checkout,
+        {**cmp_env("x"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")},
+        "render",
+        str(checkout / "apps" / kind),
+        *args,
     )
     first = refused(run)
     assert "outside the repository checkout" in first or "symlink" in first
@@ -521,6 +509,7 @@ def test_an_alias_bomb_in_a_kustomize_resource_is_refused_not_oom_killed(checkou
     assert "ran out of memory" in refused(run)
 
 
+@pytest.mark.slow  # 20,000 files
 def test_in_process_work_is_under_the_render_deadline(checkout: Path) -> None:
     here = checkout / "apps" / "many"
     here.mkdir(parents=True)
@@ -538,6 +527,16 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _cpu_ticks(pid: int) -> int:
+    """The CPU time ``pid`` has used (user + system), in clock ticks; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -550,31 +549,23 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
     """argocd-cmp-server stops an overrunning command by killing its process group: helm must go too."""
     here = chart(checkout, "apps/spin", templates={"spin.yaml": SPIN})
     env = {**cmp_env("apps/spin"), "DRIFTGUARD_CMP_CACHE_DIR": str(checkout.parent / "cache")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cmp_plugin", "generate"],
-        cwd=here,
-        env=env,
+    proc = start_cmp(
+        here,
+        env,
+        "generate",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # as argocd-cmp-server does (Setpgid)
     )
     helm: list[int] = []
     try:
-        for _ in range(600):  # wait until the plugin has started helm
-            helm = _children(proc.pid)
-            if helm:
-                break
-            time.sleep(0.05)
-        assert helm, "the plugin never started helm"
-        time.sleep(0.5)  # well into the template
+        helm = wait_until(lambda: _children(proc.pid), "the plugin to start helm")
+        # well into the template: helm has spent half a second of CPU (its start-up takes less)
+        wait_until(lambda: sum(_cpu_ticks(p) for p in helm) >= os.sysconf("SC_CLK_TCK") // 2, "helm to spin")
         assert all(_alive(p) for p in helm), "helm ended on its own: the test proves nothing"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        for _ in range(100):
-            if not any(_alive(p) for p in helm):
-                break
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in helm), "helm outlived the plugin's process group"
+        wait_until(lambda: not any(_alive(p) for p in helm), "helm to go with the plugin's process group")
     finally:  # whatever happened, leave no helm behind
         for p in helm:
             if _alive(p):
@@ -586,24 +577,15 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
 def test_render_applies_the_same_policy_for_a_project(checkout: Path, policy_file: Path) -> None:
     """A PR check or a laptop sees the refusal the sidecar would give (render --project)."""
     here = empty_chart(checkout)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cmp_plugin",
-            "render",
-            str(here),
-            "--project",
-            "prod-payments",
-            "--set-param",
-            "allow-empty=true",
-        ],
-        cwd=checkout,
-        env={**cmp_env("x"), "DRIFTGUARD_CMP_POLICY": str(policy_file)},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    run = run_cmp(
+        checkout,
+        {**cmp_env("x"), "DRIFTGUARD_CMP_POLICY": str(policy_file)},
+        "render",
+        str(here),
+        "--project",
+        "prod-payments",
+        "--set-param",
+        "allow-empty=true",
     )
     assert "refused by policy: parameter allow-empty=true" in refused(run)
 

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from yaml import safe_dump as yaml_dump
 
-from .conftest import cmp_env, run_cmp
+from tests.helpers import run_cmp
+
+from .conftest import cmp_env
 from .gitrepo import REPO_URL, Repo, appset, configmaps
 
 SECRET = "s3cr3t-outside-the-checkout-7f1d"

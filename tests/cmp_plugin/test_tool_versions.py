@@ -19,6 +19,8 @@ UPSTREAM = ROOT / "tests" / "data" / "argo-cd" / "tool-versions.sh"
 sys.path.insert(0, str(ROOT / "scripts"))
 import install_tools  # noqa: E402
 
+from tests.helpers import run_cmp  # noqa: E402
+
 
 def upstream_versions() -> dict[str, str]:
     found = dict(re.findall(r"^(\w+)_version=(\S+)$", UPSTREAM.read_text(), re.M))
@@ -68,9 +70,7 @@ def _version(caller: list[str], **env: str) -> subprocess.CompletedProcess[str]:
         DRIFTGUARD_HELM=os.environ["DRIFTGUARD_HELM"], DRIFTGUARD_KUSTOMIZE=os.environ["DRIFTGUARD_KUSTOMIZE"]
     )
     base.update(env)
-    return subprocess.run(
-        [*caller, "--version"], capture_output=True, text=True, env=base, timeout=60, check=False
-    )
+    return run_cmp(None, base, "--version", caller=caller, timeout=60)
 
 
 def test_version_prints_its_own_and_the_tools_versions(caller: list[str]) -> None:

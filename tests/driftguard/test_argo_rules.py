@@ -23,6 +23,7 @@ from driftguard.ignore import IgnoreRules
 from driftguard.manifests import resource_key
 from driftguard.normalize import canonical_duration, canonical_quantity
 from driftguard.windows import SyncWindow, can_sync
+from tests.helpers import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "gitops-engine"
@@ -374,7 +375,7 @@ _SPECS = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     spec=st.sampled_from(_SPECS),
     minutes=st.integers(min_value=0, max_value=60 * 24 * 800),

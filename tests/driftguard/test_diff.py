@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from driftguard.diff import ListSeg, diff_objects, escape, json_patch, pointer, unescape
+from tests.helpers import examples
 
 
 def test_pointer_escaping_round_trips() -> None:
@@ -129,7 +130,7 @@ def values(depth: int = 3) -> st.SearchStrategy[Any]:
 objects = st.dictionaries(names, values(), max_size=5)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(objects, objects)
 def test_patch_applied_to_desired_gives_live(desired: dict[str, Any], live: dict[str, Any]) -> None:
     patch = json_patch(desired, live)
@@ -137,7 +138,7 @@ def test_patch_applied_to_desired_gives_live(desired: dict[str, Any], live: dict
     assert (patch == []) == (desired == live)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(objects, objects)
 def test_every_change_path_points_into_live(desired: dict[str, Any], live: dict[str, Any]) -> None:
     """add/replace: the pointer resolves in live to `new`; remove: its parent is in live and the field is not."""

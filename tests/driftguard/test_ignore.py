@@ -14,6 +14,7 @@ from driftguard.argocd_cm import rules_from_argocd_cm
 from driftguard.errors import InputError
 from driftguard.ignore import IgnoreRule, IgnoreRules, rules_from_application
 from standins.drill import inference_desired
+from tests.helpers import examples
 
 
 @pytest.fixture
@@ -146,7 +147,7 @@ def test_rules_from_application_and_argocd_cm() -> None:
         rules_from_argocd_cm({"resource.customizations.ignoreDifferences.all": "jsonPointers: [\n"})
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(["a", "b", "c"]),

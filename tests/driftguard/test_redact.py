@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from driftguard.drift import DriftEngine
 from driftguard.manifests import resource_key
 from driftguard.redact import Redactor
+from tests.helpers import examples
 
 planted = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789-_", min_size=8, max_size=24).map(
     lambda s: "PLANT" + s
@@ -24,7 +25,7 @@ def leaks(output: Any, secret: str) -> bool:
     return secret in text or encoded in text
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(old=planted, new=planted, as_string_data=st.booleans())
 def test_secret_values_never_leave(old: str, new: str, as_string_data: bool) -> None:
     desired: dict[str, Any] = {
@@ -58,7 +59,7 @@ def test_secret_values_never_leave(old: str, new: str, as_string_data: bool) -> 
             assert any(c["path"] == "/data/password" and c["old"] != c["new"] for c in out)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     value=planted,
     key=st.sampled_from(
@@ -120,7 +121,7 @@ CARRIERS = {
 }
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     secret=planted,
     carrier=st.sampled_from(sorted(CARRIERS)),
@@ -139,7 +140,7 @@ def test_secrets_carried_inside_string_values_are_masked(secret: str, carrier: s
     assert "***" in json.dumps(out)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     secret=planted,
     carrier=st.sampled_from(

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import driftguard.redact as redact
 from driftguard.redact import MAX_TEXT, WORK_FACTOR, Redactor, Work, scrub_text
+from tests.helpers import examples
 
 KEY = b"redact-key-for-tests-0123456789abcdef"
 SECRET = "hunter2PLANTED"
@@ -100,7 +101,7 @@ BLANKS = st.text(alphabet=" \t\x0b\x0c\r\xa0\u2000\u3000", max_size=6)
 KEYS = st.sampled_from(["password", "db_password", "API_KEY", "token", "clientSecret", "auth-token"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     lead=BLANKS,
     key=KEYS,
@@ -124,7 +125,7 @@ def test_a_line_pair_is_masked_whatever_its_blanks(
     assert work.spent <= WORK_FACTOR * len(text) + 4096
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     key=KEYS,
     before=BLANKS,
@@ -138,7 +139,7 @@ def test_a_json_pair_in_free_text_is_masked(key: str, before: str, after: str, q
     assert SECRET not in scrub_text(text)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     run=st.sampled_from([" ", "\t", "\\", ":", "=", '"', "'", "-", "a", "&", "/", "\n"]),
     n=st.integers(min_value=1_000, max_value=40_000),

@@ -20,6 +20,8 @@ import requests
 from standins import argo_api
 from standins.processes import free_port, start_cli, stop
 
+pytestmark = pytest.mark.slow  # 50 slow clients against real gunicorn
+
 KEY = "redact-key-for-tests-0123456789abcdef"
 TOKEN = "slow-client-test-token-0123456789"
 SLOW = 50

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from driftguard.service import WORKER_CLASS
 from driftguard_serve.worker import MAX_HEAD, request_state
+from tests.helpers import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ def test_the_image_and_both_services_run_it() -> None:
 HEAD = b"POST /v1/notifications HTTP/1.1\r\nHost: x\r\n"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     body=st.binary(max_size=300), cut=st.integers(min_value=0, max_value=400), extra=st.binary(max_size=20)
 )

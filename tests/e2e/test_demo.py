@@ -1,13 +1,14 @@
-"""`make demo` end to end: every check passes, in under a minute, and no process is left behind."""
+"""`make demo` end to end: every check passes, and no process is left behind."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
+
+from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,5 +59,5 @@ def test_demo_runs_clean() -> None:
     # no failure the demo does not explain: every render in the PR check succeeds at both revisions
     assert "render failed" not in out and "cannot be rendered" not in out, out
     assert "Traceback" not in out + proc.stderr
-    time.sleep(0.5)
-    assert gunicorns(mark) == set(), "the demo left gunicorn processes behind"
+    # the demo stops (and waits for) what it started; a process still exiting gets a few seconds
+    wait_until(lambda: gunicorns(mark) == set(), "the demo's gunicorn processes to be gone", timeout=10)

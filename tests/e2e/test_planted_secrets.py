@@ -10,17 +10,20 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+import pytest
 import requests
 
 from standins.argo_api import FakeArgo, application, serve
 from standins.drill import inference_desired, inference_live, managed_item
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import serve as serve_receivers
+from tests.helpers import outbox_idle, wait_until
+
+pytestmark = pytest.mark.slow  # both services under gunicorn, every output read
 
 PLANTED = {
     "url-password": "PlantedUrlPass1q",
@@ -215,10 +218,8 @@ def test_planted_secrets_leave_through_no_output(tmp_path: Path) -> None:
                 timeout=10,
             )
             assert resp.status_code == 202
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and len({c.path for c in rx.captured}) < 3:
-                time.sleep(0.2)
-            time.sleep(0.5)
+            wait_until(lambda: len({c.path for c in rx.captured}) >= 3, "a message on each channel")
+            wait_until(lambda: outbox_idle(f"http://127.0.0.1:{nport}", TOKEN), "the notifier's outbox idle")
             outputs["metrics"] = requests.get(
                 f"http://127.0.0.1:{nport}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
             ).text

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +61,7 @@ def test_a_build_that_needs_the_network_fails_here(tmp_path: Path) -> None:
     assert out.returncode != 0 and "127.0.0.1:9" in out.stderr
 
 
+@pytest.mark.slow  # whole kustomize builds of the install
 def test_the_example_builds_offline_into_argo_cd_with_driftguard() -> None:
     objs = example()
     for obj in objs.values():
@@ -144,6 +146,7 @@ def team_kustomization(tmp_path: Path, *, subscriptions: bool) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # whole kustomize builds of the install
 def test_the_component_keeps_everything_of_the_teams(tmp_path: Path) -> None:
     objs = objects(team_kustomization(tmp_path, subscriptions=True))
     repo = pod(objs, "Deployment", "argocd-repo-server")
@@ -165,6 +168,7 @@ def test_the_component_keeps_everything_of_the_teams(tmp_path: Path) -> None:
     assert "service.webhook.driftguard" in cm and "template.driftguard-drift-detected" in cm
 
 
+@pytest.mark.slow  # whole kustomize builds of the install
 def test_the_default_subscriptions_component_fills_an_empty_list(tmp_path: Path) -> None:
     objs = objects(team_kustomization(tmp_path, subscriptions=False))
     [sub] = yaml.safe_load(objs[("ConfigMap", "argocd-notifications-cm")]["data"]["subscriptions"])

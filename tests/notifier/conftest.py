@@ -32,7 +32,9 @@ def pg() -> Iterator[PgServer]:
     server.close()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+# the PostgreSQL half of the matrix is slow (a database per test): `make test-all`; the fast lane keeps
+# the PostgreSQL-only tests (test_outbox_shared.py, test_outbox_claims.py...) for that store
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def outbox_url(request: pytest.FixtureRequest) -> str:
     """The store under test: "" for the embedded SQLite file, else a fresh PostgreSQL database's URL."""
     if request.param == "sqlite":

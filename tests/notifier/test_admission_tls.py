@@ -6,7 +6,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from standins.apiserver import admission_review
 from standins.argo_api import FakeArgo
 from standins.drill import inference_live
 from standins.processes import free_port, start_cli, stop
+from tests.helpers import wait_until
 
 from .conftest import service_env
 
@@ -50,13 +50,12 @@ def test_admission_over_tls_allows_and_records_plain_http_is_refused(tmp_path: P
         assert resp.json()["response"] == {"uid": review["request"]["uid"], "allowed": True}
         with pytest.raises(requests.ConnectionError):
             requests.post(f"http://127.0.0.1:{port}/v1/admission", data=json.dumps(review), timeout=5)
-        rows = []
-        for _ in range(100):  # the record is written off the request path, within milliseconds
+
+        def recorded() -> list[tuple[str, ...]]:
             with sqlite3.connect(tmp_path / "outbox.sqlite3") as db:
-                rows = db.execute("SELECT user, field_manager, uid, source FROM identity_events").fetchall()
-            if rows:
-                break
-            time.sleep(0.1)
+                return db.execute("SELECT user, field_manager, uid, source FROM identity_events").fetchall()
+
+        rows = wait_until(recorded, "the record (written off the request path)")
     finally:
         stop(proc)
     assert rows == [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import requests
 
 from standins.argo_api import FakeArgo
 from standins.processes import free_port, stop
+from tests.helpers import wait_until
 
 from .conftest import TOKEN, service_env
 
@@ -36,6 +36,7 @@ def test_check_config_says_what_it_found(tmp_path: Path, argo: FakeArgo) -> None
     )  # the default route
 
 
+@pytest.mark.slow  # one gunicorn start per wrong setting
 def test_bad_settings_are_one_line_before_any_gunicorn(tmp_path: Path, argo: FakeArgo) -> None:
     for extra, setting in (
         ({"DRIFTGUARD_NOTIFIER_TOKEN": ""}, "DRIFTGUARD_NOTIFIER_TOKEN"),
@@ -62,21 +63,24 @@ def test_it_starts_gunicorn_that_answers(tmp_path: Path, argo: FakeArgo) -> None
             stderr=log,
             start_new_session=True,
         )
+
+    def up_or_exited() -> bool:
+        if proc.poll() is not None:
+            return True
+        try:
+            return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        except (requests.ConnectionError, requests.Timeout):  # a worker still booting
+            return False
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
-                    break
-            except (requests.ConnectionError, requests.Timeout):  # a worker still booting
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:  # exited, or never came up
-                pytest.fail((tmp_path / "log").read_text())
-            time.sleep(0.1)
+        wait_until(up_or_exited, "/healthz to answer, or the CLI to exit")
+        if proc.poll() is not None:  # it exited
+            pytest.fail((tmp_path / "log").read_text())
     finally:
         stop(proc)
 
 
+@pytest.mark.slow  # multi-worker gunicorn
 def test_metrics_add_up_over_every_gunicorn_worker(tmp_path: Path, argo: FakeArgo) -> None:
     """prometheus-client's multiprocess mode under the CLI's gunicorn: both workers' counts in one scrape."""
     port = free_port()
@@ -93,19 +97,23 @@ def test_metrics_add_up_over_every_gunicorn_worker(tmp_path: Path, argo: FakeArg
         )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
         sent = 0
-        # until both workers have counted some (each writes its own counter_<pid>.db)
-        while time.monotonic() < deadline and (len(list(prom.glob("counter_*.db"))) < 2 or sent < 10):
+
+        def both_workers_counted() -> bool:
+            """One more refused post; true once both workers have counted some (each writes its
+            own counter_<pid>.db) and ten were answered."""
+            nonlocal sent
             try:
                 resp = requests.post(
                     f"{url}/v1/notifications", data="{}", headers={"Authorization": "Bearer nope"}, timeout=5
                 )
             except (requests.ConnectionError, requests.Timeout):
-                time.sleep(0.1)
-                continue
+                return False
             assert resp.status_code == 401 and resp.json() == {"error": "missing or wrong bearer token"}
             sent += 1
+            return len(list(prom.glob("counter_*.db"))) >= 2 and sent >= 10
+
+        wait_until(both_workers_counted, "both workers to count", timeout=60, interval=0.02)
         assert len(list(prom.glob("counter_*.db"))) == 2
         text = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5).text
         assert f'driftguard_notifier_received_total{{outcome="unauthorized"}} {float(sent)}' in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from flask import Flask
 from notifier.app import create_app
 from standins.argo_api import FakeArgo
 from standins.receivers import Receivers
+from tests.helpers import wait_until
 
 from .conftest import TOKEN, drill_app, make_config, make_settings, notification, post
 
@@ -43,12 +45,21 @@ def test_a_receiver_that_is_down_delays_only_its_own_messages(
 
 def test_a_slow_receiver_does_not_hold_the_others(app: Flask, argo: FakeArgo, rx: Receivers) -> None:
     drill_app(argo)
-    rx.delay["/slack"] = 1.5
+    release = threading.Event()
+    rx.held["/slack"] = release  # Slack takes the message and answers only when the test says so
     post(app.test_client(), notification())
-    started = time.time()
-    worker(app).drain()
-    feishu, slack = rx.on("/feishu")[0], rx.on("/slack")[0]
-    assert feishu.at - started < 1.0 < slack.at - started
+    drain = threading.Thread(target=worker(app).drain, daemon=True)
+    drain.start()
+    try:
+        wait_until(
+            lambda: rx.on("/feishu") and rx.on("/pagerduty"),
+            "Feishu's and PagerDuty's messages while Slack's is held",
+        )
+        assert not [path for path, _ in rx.answered if path == "/slack"]  # Slack is still holding it
+    finally:
+        release.set()
+        drain.join(60)
+    assert not drain.is_alive() and rx.on("/slack")
 
 
 def test_retry_after_is_honoured(app: Flask, argo: FakeArgo, rx: Receivers) -> None:

@@ -15,14 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import requests
 
 from standins.argo_api import FakeArgo
 from standins.drill import serve_drill
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
+from tests.helpers import outbox_idle, wait_until
 
 from .conftest import PD_KEY, TOKEN, service_env
+
+pytestmark = pytest.mark.slow  # the fault table: every fault, each a minute at most
 
 PATHS = ("/feishu", "/slack", "/pagerduty")
 APPS = 4
@@ -67,15 +71,6 @@ FAULTS = [
 ]
 
 
-def _depth(port: int) -> int:
-    text = requests.get(
-        f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
-    ).text
-    return sum(
-        int(float(v)) for v in re.findall(r'queue_depth\{queue="(?:messages|notifications)"\} (\S+)', text)
-    )
-
-
 def test_fault_table(tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: str) -> None:
     env = service_env(
         tmp_path,
@@ -110,13 +105,15 @@ def test_fault_table(tmp_path: Path, argo: FakeArgo, rx: Receivers, outbox_url: 
                     timeout=5,
                 )
                 assert resp.status_code == 202, resp.text
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
+
+            def delivered_and_idle(apps: list[str] = apps) -> bool:
                 got = {p: {a for a in apps for c in rx.on(p) if _about(c.body.decode(), a)} for p in PATHS}
-                if all(len(v) == APPS for v in got.values()) and _depth(port) == 0:
-                    break
-                time.sleep(0.2)
-            time.sleep(1.0)  # would anything be sent twice?
+                return all(len(v) == APPS for v in got.values()) and outbox_idle(
+                    f"http://127.0.0.1:{port}", TOKEN
+                )
+
+            # once nothing is pending, nothing more is sent: the counts below are final (duplicates too)
+            wait_until(delivered_and_idle, f"{fault.name}: every message delivered", timeout=60, interval=0.2)
             delivered, duplicated, latency = {}, {}, {}
             for p in PATHS:
                 per_app = {a: [c for c in rx.on(p) if _about(c.body.decode(), a)] for a in apps}

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from standins.argo_api import FakeArgo
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
+from tests.helpers import outbox_idle, wait_until
 
 from .conftest import PD_KEY, TOKEN, drill_app, notification, service_env
+
+pytestmark = pytest.mark.slow  # gunicorn workers killed and restarted
 
 
 def start(
@@ -52,10 +55,10 @@ def test_kill_9_loses_nothing_and_sends_nothing_twice(
     argo.fail_with = None
     proc = start(tmp_path, port, argo, rx, outbox_url)
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and len(rx.captured) < 3:
-            time.sleep(0.1)
-        time.sleep(1.0)  # would a second worker send it again?
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: len(rx.captured) >= 3, "three messages")
+        # would a second worker send it again? Not once nothing is pending
+        wait_until(lambda: outbox_idle(url, TOKEN), "the outbox idle")
         assert sorted(c.path for c in rx.captured) == ["/feishu", "/pagerduty", "/slack"]
     finally:
         stop(proc)

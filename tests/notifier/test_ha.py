@@ -19,7 +19,7 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -33,9 +33,12 @@ from standins.drill import serve_drill
 from standins.postgres import PgServer
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
+from tests.helpers import wait_until
 
 from .conftest import AUDIT_TOKEN, PD_KEY, READ_TOKEN, TOKEN, service_env
 from .test_identity import alerts_name, retime_patch
+
+pytestmark = pytest.mark.slow  # three replicas, kill -9, a PostgreSQL restart
 
 PATHS = ("/feishu", "/slack", "/pagerduty")
 FIRST, SECOND = 500, 100
@@ -75,12 +78,10 @@ def _heard(rx: Receivers) -> Counter[tuple[str, str]]:
     return out
 
 
-def _wait(predicate: object, timeout: float, what: str) -> float:
+def _wait(predicate: Callable[[], object], timeout: float, what: str) -> float:
+    """``wait_until``, and the seconds it took: for the printed table only (nothing asserts on them)."""
     start = time.monotonic()
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    wait_until(predicate, what, timeout=timeout)
     return time.monotonic() - start
 
 

@@ -23,6 +23,7 @@ from notifier.outbox import SqliteOutbox
 from standins import argo_api, receivers
 from standins.apiserver import admission_review, audit_event, event_list
 from standins.drill import inference_live
+from tests.helpers import examples
 
 from .conftest import AUDIT_TOKEN, make_config, make_settings
 
@@ -105,7 +106,7 @@ def _reference(events: list[IdentityEvent]) -> IdentityEvent | None:
     return found[0] if found else None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(events=EVENTS)
 def test_an_admission_record_never_outranks_an_audit_record(events: list[IdentityEvent]) -> None:
     got = best_match(events, **OBJ)  # type: ignore[arg-type]

@@ -27,9 +27,12 @@ from standins import argo_api, receivers
 from standins.apiserver import audit_event, event_list
 from standins.drill import serve_drill
 from standins.processes import free_port, start_cli, stop
+from tests.helpers import wait_until
 
 from .conftest import READ_TOKEN, notification, service_env
 from .test_identity import audit_post, deliver, retime_patch
+
+pytestmark = pytest.mark.slow  # a real browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -95,12 +98,15 @@ def browser() -> Iterator[Browser]:
         start_new_session=True,
     )
     try:
-        for _ in range(100):
+
+        def answers() -> bool:
             try:
                 requests.get(f"http://127.0.0.1:{port}/status", timeout=2)
-                break
             except requests.ConnectionError:
-                time.sleep(0.1)
+                return False
+            return True
+
+        wait_until(answers, "chromedriver to answer", interval=0.1)
         b = Browser(port)
         yield b
         b.quit()
@@ -145,10 +151,11 @@ def test_the_page_shows_the_drills_episode_its_person_and_its_timeline(
             f"document.querySelector('input[name=token]').value = {json.dumps(READ_TOKEN)};"
             "document.querySelector('form').submit();"
         )
-        for _ in range(100):
-            if browser.js("return document.querySelectorAll('tr.episode').length") == 1:
-                break
-            time.sleep(0.1)
+        wait_until(
+            lambda: browser.js("return document.querySelectorAll('tr.episode').length") == 1,
+            "the signed-in page's one episode",
+            interval=0.1,
+        )
         row = browser.js(
             "const r = document.querySelector('tr.episode');"
             "const bar = r.querySelector('.timeline');"

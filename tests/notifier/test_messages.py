@@ -35,6 +35,7 @@ from notifier.channels._http import HttpSender
 from notifier.config import parse_config
 from notifier.render import Templates, view
 from standins.receivers import Receivers
+from tests.helpers import examples
 
 TEMPLATES = Templates()
 LINK = "https://argocd.example.com/applications/argocd/"
@@ -705,7 +706,9 @@ def _truth(d_report: DriftReport, text: str, item: re.Pattern[str], group: re.Pa
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(reports())
 def test_every_report_fits_every_channel_and_the_more_line_is_true(report: DriftReport) -> None:

@@ -16,6 +16,7 @@ from notifier.alerts.notices import label_of
 from standins.argo_api import FakeArgo, application
 from standins.drill import managed_item
 from standins.receivers import Receivers
+from tests.helpers import examples
 from tests.notifier.test_webhook import _shipped_body
 
 from .conftest import post
@@ -192,7 +193,7 @@ def test_comparison_errors_are_labelled_as_what_they_are(message: str, label: st
     assert label_of(message) == label
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     wraps=st.lists(
         st.sampled_from(

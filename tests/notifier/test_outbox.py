@@ -24,6 +24,7 @@ def _open_and_write(path: str, results: multiprocessing.Queue) -> None:  # type:
         results.put(f"{type(exc).__name__}: {exc}")
 
 
+@pytest.mark.slow  # many workers booting at once
 def test_workers_opening_a_fresh_outbox_at_once_all_boot(tmp_path: Path) -> None:
     # Before the start-up lock, about one round in a hundred lost a worker to "database is locked"
     # from PRAGMA journal_mode=WAL (SQLite's busy timeout does not cover that upgrade).

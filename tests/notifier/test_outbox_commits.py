@@ -10,7 +10,6 @@ the database's own (a trigger refusing an INSERT), never a patch of our code.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import psycopg
@@ -22,6 +21,7 @@ from standins.argo_api import FakeArgo
 from standins.drill import serve_drill
 from standins.postgres import PgServer
 from standins.receivers import Receivers
+from tests.helpers import wait_until
 
 from .conftest import make_config, make_settings, notification, post
 
@@ -80,21 +80,19 @@ def test_a_webhook_wakes_the_other_replicas_only_when_its_own_worker_is_busy(
         listener.execute(f"LISTEN {CHANNEL}")
         state.worker.start()
         assert post(client, notification("quiet-a")).status_code == 202
-        deadline = time.monotonic() + 30
-        while len(rx.captured) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: len(rx.captured) >= 3, "quiet-a's three messages", interval=0.02)
         assert len(rx.captured) == 3
         # its own worker was free and took it: nobody else was woken
         assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
         argo.delay = 1.0  # the next expansion waits a second on Argo CD
         assert post(client, notification("slow-b")).status_code == 202
-        while (
-            not state.outbox.query(
+        wait_until(
+            lambda: state.outbox.query(
                 "SELECT 1 AS taken FROM notifications WHERE app='slow-b' AND lease_until>0"
-            )
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.01)
+            ),
+            "the worker to take slow-b",
+            interval=0.01,
+        )
         # the worker is expanding slow-b: the next webhook wakes the other replicas for its work
         assert post(client, notification("queued-c")).status_code == 202
         assert len(list(listener.notifies(timeout=10, stop_after=1))) == 1
@@ -117,9 +115,7 @@ def test_connections_are_opened_ahead_for_the_threads_that_will_need_them(pg: Pg
         return {int(r["pid"]) for r in rows} - {mine}
 
     outbox.warm(2)
-    deadline = time.monotonic() + 30
-    while len(backends()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: len(backends()) >= 2, "two connections opened ahead", interval=0.02)
     ahead = backends()
     assert len(ahead) == 2
     used: list[int] = []

@@ -11,7 +11,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from notifier.app import create_app
 from notifier.settings import PARTS, NotifierSettings
 from standins.apiserver import admission_review
 from standins.drill import inference_live
-from standins.processes import free_port, start_cli, stop
+from standins.processes import free_port, start_cli, stop, wait_until
 
 from .conftest import AUDIT_TOKEN
 
@@ -206,13 +205,12 @@ def test_the_admission_listener_under_gunicorn_over_tls(tmp_path: Path) -> None:
             requests.post(f"{url}/v1/audit", json={}, headers=auth, verify=verify, timeout=5).status_code
             == 404
         )
-        rows: list[tuple[str, ...]] = []
-        for _ in range(100):  # the record is written off the request path
+
+        def recorded() -> list[tuple[str, ...]]:  # the record is written off the request path
             with sqlite3.connect(tmp_path / "outbox.sqlite3") as db:
-                rows = db.execute("SELECT user, source FROM identity_events").fetchall()
-            if rows:
-                break
-            time.sleep(0.1)
+                return db.execute("SELECT user, source FROM identity_events").fetchall()
+
+        rows = wait_until(recorded, "the admission record")
     finally:
         stop(proc)
     assert rows == [("alice@example.com", "admission")]

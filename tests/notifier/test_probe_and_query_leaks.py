@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from notifier.journal.routes import parse_since
+from tests.helpers import examples
 
 from .conftest import READ_TOKEN, TOKEN
 
@@ -29,7 +30,9 @@ def test_a_400_digit_duration_is_a_400_with_a_json_error(idapp: Flask) -> None:
     assert page.status_code == 400 and page.mimetype == "text/html" and b"since" in page.data
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     since=st.one_of(
         st.text(max_size=30),

@@ -20,6 +20,7 @@ from notifier.config import parse_config
 from notifier.digest import digest
 from notifier.render import NOTICE_EVENTS, Templates, notice_view, view
 from standins.drill import managed_item
+from tests.helpers import examples
 
 TEMPLATES = Templates()
 LOCALES = ("zh-CN", "en")
@@ -93,7 +94,7 @@ apps = st.builds(
 reports = st.builds(DriftReport, app=apps, resources=st.lists(drifts(), max_size=4))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     report=reports,
     link=st.sampled_from(["", "https://argocd.example.com/applications/argocd/x"]),
@@ -114,7 +115,7 @@ def test_every_report_renders_in_every_channel_and_locale(
                         assert c.resource.name in body or "more" in body or "另有" in body
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     app=apps,
     event=st.sampled_from(NOTICE_EVENTS),

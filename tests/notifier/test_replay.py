@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from standins.drill import serve_drill
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
 from standins.receivers import serve as receivers_served
+from tests.helpers import examples, outbox_depth, wait_until
 from tests.manifests.test_notifier_triggers import validate as validate_crd
 from tests.notifier.engine_model import NotificationsEngine
 
@@ -58,21 +57,9 @@ def service(tmp_path: Path, argo: FakeArgo, rx: Receivers) -> Iterator[str]:
 
 
 def settled(url: str) -> bool:
-    """Nothing pending in the outbox (notifications expanded, messages sent)."""
-    text = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5).text
-    depth = {
-        m[0]: float(m[1]) for m in re.findall(r'driftguard_notifier_queue_depth\{queue="(\w+)"\} (\S+)', text)
-    }
+    """Nothing pending in the outbox (notifications expanded, messages sent), nothing dead."""
+    depth = outbox_depth(url, TOKEN)
     return bool(depth) and all(v == 0 for v in depth.values())
-
-
-def wait(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def replay(
@@ -104,7 +91,7 @@ def replay(
                     timeout=10,
                 )
                 assert answer.status_code == 202, answer.text
-        wait(lambda: settled(url))
+        wait_until(lambda: settled(url), "the outbox to settle")
         got = [len(rx.on(p)) for p in CHANNELS]
         assert got == expected, f"step {n}: {got} != {expected} after {sent_per_step[-1]}"
     return sent_per_step
@@ -295,12 +282,15 @@ SHAPES = (
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     walk=st.lists(
         st.tuples(st.sampled_from(SHAPES), st.integers(min_value=1, max_value=4)), min_size=1, max_size=10
     )
 )
+@pytest.mark.slow  # a big property run over replays
 def test_every_send_is_stored_once_however_often_it_is_retried(
     tmp_path_factory: pytest.TempPathFactory, walk: list[tuple[str, int]]
 ) -> None:

@@ -6,7 +6,6 @@ import json
 import re
 import resource
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from standins.argo_api import FakeArgo
 from standins.drill import serve_drill
 from standins.processes import free_port, start_gunicorn, stop
 from standins.receivers import Receivers
+from tests.helpers import outbox_idle, wait_until
 
 from .conftest import PD_KEY, TOKEN, notification, service_env
 
@@ -63,15 +63,6 @@ def _post(url: str, data: bytes | str, token: str = TOKEN) -> requests.Response:
     )
 
 
-def _wait(cond: object, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_every_error_is_json_and_deep_json_is_a_400(service: tuple[str, subprocess.Popen[bytes]]) -> None:
     url, _ = service
     deep = "[" * 100_000 + "]" * 100_000
@@ -116,12 +107,18 @@ def test_an_outbox_that_cannot_be_written_answers_503_and_turns_not_ready_until_
     finally:
         for pid in workers:
             resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard, hard))
-    assert _wait(lambda: all(requests.get(f"{url}/readyz", timeout=5).status_code == 200 for _ in range(4)))
+    wait_until(
+        lambda: all(requests.get(f"{url}/readyz", timeout=5).status_code == 200 for _ in range(4)),
+        "ready again",
+    )
     assert rx.captured == []  # nothing was accepted, so nothing is owed
     assert _post(url, json.dumps(notification())).status_code == 202
-    assert _wait(lambda: sorted(c.path for c in rx.captured) == ["/feishu", "/pagerduty", "/slack"])
+    wait_until(
+        lambda: sorted(c.path for c in rx.captured) == ["/feishu", "/pagerduty", "/slack"], "one message each"
+    )
 
 
+@pytest.mark.slow  # waits for re-checks of a gunicorn service
 def test_new_drift_while_the_app_stays_out_of_sync_alerts(
     service: tuple[str, subprocess.Popen[bytes]], argo: FakeArgo, rx: Receivers
 ) -> None:
@@ -129,15 +126,22 @@ def test_new_drift_while_the_app_stays_out_of_sync_alerts(
     url, _ = service
     serve_drill(argo, patched=False, secret_changed=False, sync="OutOfSync")
     assert _post(url, json.dumps(notification())).status_code == 202
-    assert _wait(lambda: any(r[0].endswith("/managed-resources") for r in argo.requests))
-    time.sleep(1.5)
+    wait_until(lambda: any(r[0].endswith("/managed-resources") for r in argo.requests), "the expansion")
+    wait_until(lambda: outbox_idle(url, TOKEN), "the notification expanded")
     assert rx.captured == []  # the HPA's write is not drift to alert
     serve_drill(argo, patched=True, secret_changed=False, sync="OutOfSync")  # still OutOfSync: no webhook
-    assert _wait(lambda: len(rx.captured) == 3)
+    wait_until(lambda: len(rx.captured) == 3, "three messages")
     for path in ("/feishu", "/slack", "/pagerduty"):
         [msg] = rx.on(path)
         assert "nvidia.com" in msg.body.decode()
-    time.sleep(2.5)  # more re-checks of the same drift: the dedup window holds
+
+    def checks() -> int:
+        return sum(1 for r in list(argo.requests) if r[0].endswith("/managed-resources"))
+
+    seen = checks()
+    # more re-checks of the same drift (one a second here), each done: the dedup window holds
+    wait_until(lambda: checks() >= seen + 3, "two more re-checks")
+    wait_until(lambda: outbox_idle(url, TOKEN), "the re-checks' work done")
     assert len(rx.captured) == 3
 
 
@@ -200,7 +204,7 @@ def test_the_new_triggers_each_send_their_own_message(
         ("app-pruning", "on-prune-pending"),
     ):
         assert _post(url_of(service), json.dumps(notification(name, trigger))).status_code == 202
-    assert _wait(lambda: len(rx.captured) == 9)
+    wait_until(lambda: len(rx.captured) == 9, "nine messages")
 
     def text(path: str, app: str) -> str:
         [msg] = [
@@ -252,7 +256,7 @@ def test_the_drill_with_a_missing_service_and_an_orphan_configmap_alerts_on_all_
     argo.put(application("payment", resources=[("", "Service", "shop", "payment")], sync="OutOfSync"))
     argo.managed[("argocd", "payment")] = {"items": [managed_item(svc, None), managed_item(None, orphan)]}
     assert _post(service[0], json.dumps(notification("payment"))).status_code == 202
-    assert _wait(lambda: len(rx.captured) == 3)
+    wait_until(lambda: len(rx.captured) == 3, "three messages")
     feishu, slack, pd = (rx.on(p)[0].body.decode() for p in ("/feishu", "/slack", "/pagerduty"))
     assert "payment-legacy" in feishu and "集群中缺失 1 个资源" in feishu and "1 个资源将被清理" in feishu
     assert "missing from the cluster" in slack and "would be pruned" in slack
@@ -301,7 +305,7 @@ def test_a_prune_set_from_a_refused_render_carries_its_cause_through_the_service
     ]
     argo.managed[("argocd", "app-gone")] = {"items": [managed_item(None, obj) for obj in live]}
     assert _post(url_of(service), json.dumps(notification("app-gone"))).status_code == 202
-    assert _wait(lambda: len(rx.captured) == 3)
+    wait_until(lambda: len(rx.captured) == 3, "three messages")
     feishu = rx.on("/feishu")[0].json()["card"]
     text = "\n".join(e["content"] for e in feishu["body"]["elements"] if e["tag"] == "markdown")
     assert "**原因**：driftguard 拒绝了本次渲染（shrink 检查未通过）：the render would prune 4 of 4" in text
