@@ -25,7 +25,7 @@ RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-compile --require-hashes --only-binary :all: -r requirements.lock \
  && /opt/venv/bin/pip install --no-compile --no-deps --no-build-isolation . \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
-# driftguard-cmp's native front (cmp_plugin/native/front.c): `generate` reaches the preload server
+# driftguard-cmp's native front (cmp_plugin/preload/front.c): `generate` reaches the preload server
 # without starting Python; it replaces pip's driftguard-cmp script (driftguard-cmp-py stays beside it).
 # The compiler stays in this stage: the final stage copies the venv only.
 COPY scripts/build_front.py scripts/build_front.py

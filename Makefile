@@ -23,9 +23,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 $(TOOLS)/helm $(TOOLS)/kubectl &: scripts/install_tools.py | $(BIN)/python
 	$(BIN)/python scripts/install_tools.py $(TOOLS)
 
-# driftguard-cmp's native front (cmp_plugin/native/front.c) replaces pip's script after every
+# driftguard-cmp's native front (cmp_plugin/preload/front.c) replaces pip's script after every
 # install; a C compiler is installed here when root and missing, as the browser is below.
-$(FRONT): cmp_plugin/native/front.c scripts/build_front.py $(STAMP)
+$(FRONT): cmp_plugin/preload/front.c scripts/build_front.py $(STAMP)
 	@if command -v $${CC:-cc} >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev; \
@@ -50,6 +50,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_graph.py
 
 # The fast lane (a few minutes on 2 cores): every area, without the tests marked slow. test-all
 # runs everything, the property tests with the larger `ci` example counts (docs/development.md).

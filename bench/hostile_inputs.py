@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cmp_plugin import chart_values as cv
-from cmp_plugin.gating import expression_keys, scan_template
-from cmp_plugin.helmignore import Rules, go_match
+from cmp_plugin.helmchart import chart_values as cv
+from cmp_plugin.helmchart.helmignore import Rules, go_match
+from cmp_plugin.helmchart.switches import expression_keys, scan_template
 
 MB = 1 << 20
 

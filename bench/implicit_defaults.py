@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import chart_cases  # noqa: E402
 
 from cmp_plugin.argo_env import AppEnv, parse_parameters  # noqa: E402
-from cmp_plugin.guards.implicit_defaults import analyse  # noqa: E402
+from cmp_plugin.helmchart.implicit import analyse  # noqa: E402
 from cmp_plugin.renderers.base import RenderJob  # noqa: E402
 from cmp_plugin.settings import CmpSettings  # noqa: E402
 
@@ -103,8 +103,8 @@ def generate(chart: Path, charts: Path, values: str | None, mode: str, cache: st
 
 def in_process(chart: Path, values: str | None, cache: Path) -> tuple[float, float, float]:
     """CPU ms of the analysis, immune to other load: prepare cold, prepare warm (cached), classify."""
-    from cmp_plugin.chart_values import load_values
-    from cmp_plugin.guards.implicit_defaults import classify, prepare
+    from cmp_plugin.helmchart.chart_values import load_values
+    from cmp_plugin.helmchart.implicit import classify, prepare
     from cmp_plugin.scan import scan_stream
 
     supplied = [load_values((chart / values).read_text(), values)] if values else []
@@ -130,7 +130,8 @@ def proof_counts(
     """(candidates, proven keys, renders of the whole proof, renders of a cold ``generate``, keys it
     left pending), in-process: ``render`` (the whole proof) and a hot render as ``generate`` runs it."""
     from cmp_plugin import pipeline
-    from cmp_plugin.guards.implicit_defaults import NOTE, PENDING, SCAN_VERDICTS, ImplicitDefaultsGuard
+    from cmp_plugin.guards.implicit_defaults import NOTE, SCAN_VERDICTS, ImplicitDefaultsGuard
+    from cmp_plugin.helmchart.implicit import PENDING
 
     params, explicit = parse_parameters({}, {"values-files": [values]} if values else {})
     env = AppEnv(app_name=chart.name, app_namespace="rc-apps", params=params, explicit=explicit)

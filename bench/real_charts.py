@@ -9,7 +9,7 @@ average: on a shared machine only the ratio against the same run's baseline mean
 Cases whose bare render fails (a chart without its vendored dependencies) are listed, not timed.
 
 driftguard runs as the sidecar manifests ship it, with the preload server
-(DRIFTGUARD_CMP_PRELOAD=on, cmp_plugin/preload.py); ``--preload off`` measures every render
+(DRIFTGUARD_CMP_PRELOAD=on, cmp_plugin/preload); ``--preload off`` measures every render
 starting Python and importing the plugin itself.
 
 Usage: real_charts.py [--corpus DIR] [--runs N] [--only NAME[,NAME]] [--preload on|off]

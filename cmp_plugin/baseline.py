@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from cmp_plugin import kube
 from cmp_plugin.argo_env import AppEnv
-from cmp_plugin.launch import open_private, safe_name, write_private
+from cmp_plugin.paths import open_private, safe_name, write_private
 from cmp_plugin.settings import CmpSettings
 from driftguard.manifests import ResourceKey
 

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None, *, early: Early | None = None) -> int:
             )
         return EXIT_REFUSED if isinstance(exc, GuardRefusal) else EXIT_ERROR
     except MemoryError:
-        # the cap set at start (launch.limit_resources): a clear refusal instead of the OOM killer
+        # the cap set at start (spawn.limit_resources): a clear refusal instead of the OOM killer
         sys.stderr.write(
             "driftguard: error: the render needed more memory than DRIFTGUARD_CMP_MAX_MEMORY allows; refusing it\n"
             "fix: make the chart or overlay smaller, or ask the platform team to raise DRIFTGUARD_CMP_MAX_MEMORY\n"
@@ -105,7 +105,7 @@ def run(*, early: Early | None = None, report: Callable[[int], None] | None = No
     if later is not None:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)  # preloaded: out of the caller's group before the caller exits
-    if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload.py)
+    if report is not None:  # a preloaded render tells its caller the code (cmp_plugin/preload/server.py)
         # the command's streams are let go first: whoever reads them (argocd-cmp-server) sees
         # their end when the caller exits, not after this process has torn its memory down too
         # (/dev/null in their place: a thread left behind can never write into a reused fd)
@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     dif = sub.add_parser(
         "diff", help="render every environment at two git revisions and show what changes, removals first"
     )
-    from cmp_plugin.diffcmd import add_arguments
+    from cmp_plugin.prcheck.diffcmd import add_arguments
 
     add_arguments(dif)
     img = sub.add_parser(
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     img.add_argument("spec", metavar="NAME=IMAGE:TAG", help="also NAME=IMAGE@DIGEST, NAME:TAG, NAME@DIGEST")
     img.add_argument("--path", type=Path, required=True, help="the kustomization's directory")
     img.set_defaults(func=cmd_set_image)
-    from cmp_plugin.codify import add_arguments as codify_arguments
+    from cmp_plugin.repotools.codify import add_arguments as codify_arguments
 
     codify_arguments(sub.add_parser("codify", help="turn a live change into the Git edit that reproduces it"))
     hook = sub.add_parser(
@@ -352,7 +352,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_set_image(args: argparse.Namespace) -> int:
-    from cmp_plugin.set_image import parse_spec, set_image
+    from cmp_plugin.repotools.set_image import parse_spec, set_image
 
     file, changes = set_image(args.path, parse_spec(args.spec))
     for change in changes:
@@ -363,9 +363,9 @@ def cmd_set_image(args: argparse.Namespace) -> int:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from cmp_plugin.hooks import main as hook_main
+    from cmp_plugin.repotools.hooks import main as hook_main
 
-    return hook_main(list(args.hook_args))
+    return hook_main(list(args.hook_args), render=main)
 
 
 def cmd_plugin_yaml(args: argparse.Namespace) -> int:

@@ -136,7 +136,7 @@ def check_render_inputs(app_dir: Path, repo_root: Path, renderer: str, inputs: I
     what = {"helm": "the chart", "directory": "the manifest directory"}.get(renderer, "the app directory")
     check_tree(app_dir, repo_root, what=what)
     if renderer == "helm":
-        from cmp_plugin.schema_refs import check_chart_schemas
+        from cmp_plugin.helmchart.schema_refs import check_chart_schemas
 
         _check_chart_dependencies(app_dir, repo_root, inputs)
         check_chart_schemas(app_dir, os.path.realpath(repo_root))
@@ -197,7 +197,7 @@ def _check_chart_dependencies(chart_dir: Path, repo_root: Path, inputs: Inputs |
             check_tree(target, repo_root, what=f"chart dependency {dep.get('name')!r}")
             if inputs is not None:
                 inputs.trees.append(os.path.realpath(target))
-            from cmp_plugin.schema_refs import check_chart_schemas
+            from cmp_plugin.helmchart.schema_refs import check_chart_schemas
 
             check_chart_schemas(target, os.path.realpath(repo_root))
 

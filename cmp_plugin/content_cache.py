@@ -47,11 +47,11 @@ KEEP_BYTES) keeps the cache directory, which every tenant's render shares, from 
 def cache_get(cache_dir: Path, name: str) -> Any:
     """A JSON entry of the sidecar's own cache directory, or None.
 
-    Read only when it is ours to trust (launch.open_private: a regular file, no symlink, our uid,
+    Read only when it is ours to trust (paths.open_private: a regular file, no symlink, our uid,
     not group/other-writable): a planted entry could otherwise tell implicit-defaults that a chart
     has no gates, and the guard would stay quiet.
     """
-    from cmp_plugin.launch import open_private
+    from cmp_plugin.paths import open_private
 
     data = open_private(str(cache_dir / f"{name}.json"), MAX_ENTRY)
     if data is None:
@@ -67,7 +67,7 @@ def cache_put(cache_dir: Path, name: str, body: Any) -> None:
     within KEEP entries and KEEP_BYTES bytes; an entry over MAX_ENTRY is not written."""
     try:
         cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from cmp_plugin.launch import write_private
+        from cmp_plugin.paths import write_private
 
         data = json.dumps(body, separators=(",", ":"), default=str).encode()
         if len(data) > MAX_ENTRY:
@@ -102,7 +102,7 @@ def blob_get(cache_dir: Path, name: str, limit: int) -> bytes | None:
     import contextlib
     import os
 
-    from cmp_plugin.launch import open_private
+    from cmp_plugin.paths import open_private
 
     path = str(cache_dir / f"{name}.bin")
     data = open_private(path, limit + 1)
@@ -120,7 +120,7 @@ def blob_put(cache_dir: Path, name: str, data: bytes, *, keep: int, keep_bytes: 
         return False
     try:
         cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from cmp_plugin.launch import write_private
+        from cmp_plugin.paths import write_private
 
         write_private(str(cache_dir / f"{name}.bin"), data)
         _evict(cache_dir, name.split("-", 1)[0], ".bin", keep, keep_bytes)

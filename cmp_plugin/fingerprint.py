@@ -2,7 +2,7 @@
 
 Same fingerprint, same render: the sidecar serves a render from its cache by it
 (cmp_plugin/render_cache.py) and the PR check renders only the environments whose fingerprint
-differs between the two revisions (cmp_plugin/envdiff.py). It covers
+differs between the two revisions (cmp_plugin/prcheck/envdiff.py). It covers
 
 - every file the render reads, as the confinement walk enumerates them (cmp_plugin/confine.py:
   the chart with its subcharts and ``file://`` dependencies, the values and ``set-file`` files,
@@ -140,7 +140,7 @@ _ENV_SKIPPED = frozenset(
 _ENV_PREFIXES = ("ARGOCD_", "PARAM_", "DRIFTGUARD_", "KUBE_VERSION", "KUBE_API_VERSIONS")
 
 MAX_ARCHIVE_DEPTH = 4
-"""Subchart archives inside subchart archives scanned at most this deep (cmp_plugin/schema_refs.py)."""
+"""Subchart archives inside subchart archives scanned at most this deep (cmp_plugin/helmchart/schema_refs.py)."""
 MAX_ARCHIVE_BYTES = 100 << 20
 """Bytes the subchart archives of one render may unpack to in all and still be scanned."""
 

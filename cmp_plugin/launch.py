@@ -11,69 +11,35 @@ the full computation, with every check on the way (parameters, paths confined to
 dependencies), arrives at exactly that command. Renders that write files before the tool starts
 (inline ``values``, ``helm dependency build``) are never planned.
 
-This module imports nothing beyond ``os`` and ``sys``: ``spawn`` is also how ``process.ToolRun``
-starts every tool, and the path helpers are the ones ``settings`` and ``pipeline`` use.
+This module imports nothing beyond ``os`` and the plugin's two lowest modules (``paths``, ``spawn``):
+the console entry (``cmp_plugin/__main__.py``) runs it before anything else is loaded.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+
+from cmp_plugin.paths import (
+    cache_dir,
+    discard,
+    new_scratch,
+    open_private,
+    repo_root,
+    safe_name,
+    scratch_root,
+    write_private,
+)
+from cmp_plugin.spawn import kill_tree, spawn
 
 TYPE_CHECKING = False  # typing itself is ~3 ms to import: this module runs before anything else
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = [
-    "Early",
-    "cache_dir",
-    "configured_tool",
-    "early_start",
-    "kill_tree",
-    "limit_resources",
-    "main",
-    "new_scratch",
-    "open_private",
-    "plan_file",
-    "record",
-    "repo_root",
-    "safe_name",
-    "scratch_root",
-    "spawn",
-    "write_private",
-]
+__all__ = ["Early", "configured_tool", "early_start", "plan_file", "record", "render_cache_on"]
 
 MAGIC = "driftguard-launch-plan 1"
 _RS, _US = "\x1e", "\x1f"  # record and unit separators: never in a path, an argument or a variable
 _APP, _REPO, _SCRATCH = "\x01app\x01", "\x01repo\x01", "\x01scratch\x01"
-
-
-def main() -> None:
-    """The ``driftguard-cmp`` console script: the early start for ``generate``, then the plugin.
-
-    With DRIFTGUARD_CMP_PRELOAD on, ``generate`` is first offered to the preload server
-    (cmp_plugin/preload.py), before this process limits itself: a server it starts must not
-    inherit the one-render CPU limit.
-    """
-    if sys.argv[1:] == ["generate"]:
-        # this process holds the Application's environment (ARGOCD_ENV_*): no /proc/<pid>/environ
-        # for a tool another render runs (cmp_plugin/sandbox.py); the native front does the same
-        from cmp_plugin.sandbox import undumpable
-
-        undumpable()
-    if sys.argv[1:] == ["generate"] and os.environ.get("DRIFTGUARD_CMP_PRELOAD"):
-        from cmp_plugin import preload
-
-        if preload.enabled(os.environ):
-            code = preload.run_preloaded(os.environ)
-            if code is not None:
-                sys.stderr.flush()
-                os._exit(code)
-    limit_resources(sys.argv[1:], os.environ)
-    early = None if render_cache_on(os.environ) else early_start(sys.argv[1:], os.environ)
-    from cmp_plugin.cli import run
-
-    run(early=early)
 
 
 def render_cache_on(environ: Mapping[str, str]) -> bool:
@@ -85,202 +51,8 @@ def render_cache_on(environ: Mapping[str, str]) -> bool:
     return environ.get("DRIFTGUARD_CMP_RENDER_CACHE_BYTES", "").strip() != "0"
 
 
-DEFAULT_MAX_MEMORY = 768 * 1024 * 1024
-"""DRIFTGUARD_CMP_MAX_MEMORY's default: under the sidecar container's 1Gi limit (manifests/base/cmp)."""
-
-
-def limit_resources(argv: list[str], environ: Mapping[str, str]) -> None:
-    """Cap this process's memory, and so every tool it starts (limits are inherited), before anything runs.
-
-    RLIMIT_DATA rather than RLIMIT_AS: Go (helm, kustomize) reserves ~600 MiB of address space at
-    start without using it, so an address-space cap either breaks every render or caps nothing;
-    RLIMIT_DATA counts the memory actually made writable. Past it helm dies with "out of memory"
-    and Python raises MemoryError, both refused with a clear message instead of the container's
-    OOM kill. For ``generate`` (one render) the CPU time of each process is capped too, at twice
-    DRIFTGUARD_CMP_TIMEOUT: a tool left behind by a killed plugin cannot spin for ever.
-    A value the settings reject is left to them to report (cmp_plugin/settings.py).
-    """
-    import resource
-
-    from cmp_plugin.memory import effective_cap
-
-    try:
-        memory = int(environ.get("DRIFTGUARD_CMP_MAX_MEMORY") or DEFAULT_MAX_MEMORY)
-        timeout = float(environ.get("DRIFTGUARD_CMP_TIMEOUT") or 45.0)
-    except ValueError:
-        return
-    memory = min(memory, effective_cap(environ))  # fitted under the container's limit (memory.py)
-    limits = [(resource.RLIMIT_DATA, memory, memory)]
-    if argv == ["generate"] and timeout > 0:
-        cpu = int(2 * timeout) + 1
-        limits.append((resource.RLIMIT_CPU, cpu, cpu + 5))
-    for which, soft, hard in limits:
-        if soft <= 0:
-            continue
-        _, old_hard = resource.getrlimit(which)
-        if old_hard != resource.RLIM_INFINITY:
-            hard, soft = min(hard, old_hard), min(soft, old_hard)
-        try:
-            resource.setrlimit(which, (soft, hard))
-        except (ValueError, OSError):
-            pass  # a lower limit set by someone else stays
-
-
-def kill_tree(pid: int) -> None:
-    """SIGKILL ``pid`` and every process it started (tools share the plugin's process group, see spawn)."""
-    import signal
-
-    try:
-        os.kill(pid, signal.SIGSTOP)  # frozen first: it cannot start more children while we look
-    except ProcessLookupError:
-        return
-    found = [pid]
-    i = 0
-    while i < len(found):
-        for child in _children(found[i]):
-            if child not in found:
-                try:
-                    os.kill(child, signal.SIGSTOP)
-                except ProcessLookupError:
-                    continue
-                found.append(child)
-        i += 1
-    for victim in reversed(found):
-        try:
-            os.kill(victim, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _children(pid: int) -> list[int]:
-    """Direct children of ``pid`` from /proc (Linux); none where /proc cannot tell."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(c) for c in f.read().split()]
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def spawn(argv: list[str], env: Mapping[str, str]) -> tuple[int, int, int]:
-    """Start ``argv`` (no shell, no PATH search) in the plugin's process group: (pid, stdout fd, stderr fd).
-
-    Not in a session of its own: argocd-cmp-server stops a command that overruns by killing its
-    process group (argoproj/argo-cd ``cmpserver/plugin/plugin.go``), and a tool that left the
-    group would keep running, unbounded, after the plugin was gone. ``kill_tree`` stops one tool
-    and its children without touching the plugin.
-    """
-    from cmp_plugin.sandbox import run_confined
-
-    out_r, out_w = os.pipe()  # non-inheritable: the child keeps only what is dup2'ed below
-    err_r, err_w = os.pipe()
-    try:
-        # under Landlock when a render has configured it (cmp_plugin/sandbox.py)
-        pid = run_confined(
-            lambda: os.posix_spawn(
-                argv[0],
-                argv,
-                dict(env),
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, out_w, 1),
-                    (os.POSIX_SPAWN_DUP2, err_w, 2),
-                ],
-            ),
-            tool=argv[0],
-        )
-    except BaseException:
-        os.close(out_r)
-        os.close(err_r)
-        raise
-    finally:
-        os.close(out_w)
-        os.close(err_w)
-    return pid, out_r, err_r
-
-
-def scratch_root(environ: Mapping[str, str]) -> str:
-    """Where each render gets its private scratch directory: $TMPDIR, else /tmp."""
-    return environ.get("TMPDIR") or "/tmp"  # noqa: S108
-
-
-def cache_dir(environ: Mapping[str, str]) -> str:
-    """DRIFTGUARD_CMP_CACHE_DIR, else $TMPDIR/driftguard: shrink baselines and launch plans."""
-    return environ.get("DRIFTGUARD_CMP_CACHE_DIR") or os.path.join(scratch_root(environ), "driftguard")
-
-
-def safe_name(app_name: str) -> str:
-    """An Application name as a short file name: a readable prefix and a hash of the whole name.
-
-    ``<ns>_<name>`` can be 63 + 1 + 253 characters, past a file name's 255 bytes; the hash keeps
-    every name distinct (two names cleaned to the same prefix must not share a baseline or plan).
-    """
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]  # the C module alone: hashlib would cost ~6 ms before the tool starts
-    except ImportError:  # pragma: no cover - other Python builds
-        from hashlib import sha256
-    readable = "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in app_name[:48])
-    return f"{readable}-{sha256(app_name.encode()).hexdigest()[:32]}"
-
-
 def plan_file(cache: str, app_name: str) -> str:
     return os.path.join(cache, safe_name(app_name) + ".plan")
-
-
-def open_private(path: str, limit: int) -> bytes | None:
-    """The file's bytes when it is ours to trust; else None, and a planted file is removed.
-
-    Trusted means: a regular file reached without a symlink, owned by this uid, not writable by
-    group or others. Anyone who can write into a shared $TMPDIR could otherwise hand the next
-    render a command to run (the launch plan) or a baseline to compare with.
-    """
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError:  # a symlink (ELOOP), a FIFO, no access: not ours
-        _remove(path)
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-            _remove(path)
-            return None
-        return os.read(fd, limit)
-    finally:
-        os.close(fd)
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def write_private(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, mode 0600, never through a planted symlink (OSError on failure)."""
-    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:  # os.write may write less than asked
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:  # a full disk leaves no partial .tmp behind in the shared cache directory
-        _remove(tmp)
-        raise
 
 
 def configured_tool(path: str, environ: Mapping[str, str]) -> bool:
@@ -296,29 +68,6 @@ def configured_tool(path: str, environ: Mapping[str, str]) -> bool:
     return any(
         path == os.path.join(d, n) for d in environ.get("PATH", "").split(os.pathsep) if d for n in names
     )
-
-
-def new_scratch(root: str) -> str:
-    """A fresh private directory for one render (helm's homes, inline values)."""
-    path = os.path.join(root, f"driftguard-{os.getpid()}-{os.urandom(4).hex()}")
-    os.makedirs(path, mode=0o700)
-    return path
-
-
-def repo_root(app_dir: str, source_path: str) -> str:
-    """The checkout's root: ``app_dir`` minus ``ARGOCD_APP_SOURCE_PATH``, else the nearest parent with .git."""
-    parts = [p for p in source_path.split("/") if p not in ("", ".")]
-    here = app_dir.rstrip("/").split("/")
-    if parts and len(here) > len(parts) and here[-len(parts) :] == parts:
-        return "/".join(here[: -len(parts)]) or "/"
-    candidate = app_dir
-    while True:
-        if os.path.exists(os.path.join(candidate, ".git")):
-            return candidate
-        parent = os.path.dirname(candidate)
-        if parent == candidate:
-            return app_dir
-        candidate = parent
 
 
 class Early:
@@ -387,7 +136,7 @@ def early_start(argv: list[str], environ: Mapping[str, str]) -> Early | None:
     if len(sections) != 3 or sections[0] != MAGIC:
         return None
     if not configured_tool(sections[1].split(_US)[0], environ):
-        _remove(path)  # a plan that runs anything but our helm or kustomize was not written by us
+        discard(path)  # a plan that runs anything but our helm or kustomize was not written by us
         return None
     scratch = ""
     try:

@@ -1,7 +1,7 @@
 """Memory cannot take the sidecar down: renders x per-render cap stays under the container's limit.
 
 Each ``generate`` is its own process, started by argocd-cmp-server for every Application that
-needs a render, all in one container. RLIMIT_DATA caps a process (launch.limit_resources), not a
+needs a render, all in one container. RLIMIT_DATA caps a process (spawn.limit_resources), not a
 render, and did not hold helm (Go's heap grew to ~1 GiB resident under a 768 MiB cap); two heavy
 renders at once then met the container's memory limit and the kernel killed both. So:
 
@@ -16,7 +16,7 @@ renders at once then met the container's memory limit and the kernel killed both
   the render's resident memory (the plugin and every tool it started) is measured while the tool
   runs and the tool stopped past the cap (process.ToolRun).
 
-Imports ``os`` only (launch.py uses it before anything else is loaded).
+Imports ``os`` only (spawn.py and launch.py use it before anything else is loaded).
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def _slots(environ: Mapping[str, str], cache: str) -> tuple[str, int]:
 def try_slot(environ: Mapping[str, str], cache: str) -> bool:
     """Take a free render slot now (or hold one already); False when all are taken.
 
-    The slots live in ``cache`` (launch.cache_dir: private to the sidecar's user)."""
+    The slots live in ``cache`` (paths.cache_dir: private to the sidecar's user)."""
     global _slot_fd
     if _slot_fd >= 0:
         return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cmp_plugin import confine, launch, policy
+from cmp_plugin import confine, paths, policy
 from cmp_plugin.argo_env import AppEnv
 from cmp_plugin.renderers import RenderJob, choose
 from cmp_plugin.settings import CmpSettings
@@ -162,7 +162,7 @@ def _run(
         else:
             confine.check_render_inputs(app_dir, job.repo_root, renderer.name)
         if scratch is None:
-            scratch = Path(launch.new_scratch(str(settings.scratch_root)))
+            scratch = Path(paths.new_scratch(str(settings.scratch_root)))
             job = job._replace(scratch=scratch)
         # and this render holds one of the slots that keep renders x cap under the container's limit
         import os
@@ -180,7 +180,8 @@ def _run(
         try:
             import shutil  # for the clean-up below: imported while the tool works, not after
 
-            from cmp_plugin.guards import GUARDS, RENDER, SOURCE, GuardContext
+            from cmp_plugin.guards import RENDER, SOURCE, GuardContext
+            from cmp_plugin.guards.registry import GUARDS
             from cmp_plugin.scan import scan_stream
             from cmp_plugin.target import target
             from driftguard.manifests import Limits
@@ -245,10 +246,11 @@ def _run(
 
 def _complete(ctx: GuardContext) -> bool:
     """Whether the guards said all they will say of this input (no implicit-defaults proof pending)."""
-    from cmp_plugin.guards import implicit_defaults
+    from cmp_plugin.guards.implicit_defaults import NOTE
+    from cmp_plugin.helmchart.implicit import PENDING
 
-    switches = ctx.notes.get(implicit_defaults.NOTE)
-    return not isinstance(switches, list) or all(f.verdict != implicit_defaults.PENDING for f in switches)
+    switches = ctx.notes.get(NOTE)
+    return not isinstance(switches, list) or all(f.verdict != PENDING for f in switches)
 
 
 def _serve(hit: object, job: RenderJob, renderer: str) -> Outcome | None:
@@ -296,4 +298,4 @@ def find_repo_root(app_dir: Path, source_path: str) -> Path:
     import os
 
     logical = os.path.normpath(app_dir if app_dir.is_absolute() else Path.cwd() / app_dir)
-    return Path(launch.repo_root(logical, source_path)).resolve()
+    return Path(paths.repo_root(logical, source_path)).resolve()

@@ -1,6 +1,6 @@
 """Run a render tool: argv only (never a shell), in the plugin's process group, a deadline, caps.
 
-The tool is started with ``os.posix_spawn`` (``launch.spawn``) rather than ``subprocess``: generate
+The tool is started with ``os.posix_spawn`` (``spawn.spawn``) rather than ``subprocess``: generate
 starts helm before anything else, and ``subprocess`` is ~5 ms of imports on that path. posix_spawn
 cannot change directory, so tools get absolute paths and run in our working directory.
 """
@@ -15,8 +15,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from cmp_plugin.launch import kill_tree, spawn
 from cmp_plugin.memory import effective_cap, tree_rss
+from cmp_plugin.spawn import kill_tree, spawn
 from driftguard.errors import RenderError, RenderTimeout
 
 __all__ = ["ToolRun", "run_tool", "tool_env", "trim"]

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from cmp_plugin.flip_proof import Flip, Resource
-    from cmp_plugin.guards.implicit_defaults import Finding
+    from cmp_plugin.helmchart.flip_proof import Flip, Resource
+    from cmp_plugin.helmchart.implicit import Finding
     from cmp_plugin.renderers.base import RenderJob
     from driftguard.manifests import ResourceKey
 
@@ -67,7 +67,7 @@ _offered: list[Later] = []
 
 def offer(notes: dict[str, object]) -> None:
     """Remember a render's pending proof (``generate`` only), for :func:`claim` once it has answered."""
-    from cmp_plugin.guards.implicit_defaults import NOTE
+    from cmp_plugin.helmchart.implicit import NOTE
 
     later = notes.get(NOTE + "-background")
     if isinstance(later, Later):
@@ -213,8 +213,9 @@ def _prove(claimed: Claimed) -> None:
 
     from cmp_plugin import memory, sandbox
     from cmp_plugin.content_cache import cache_put
-    from cmp_plugin.flip_proof import MAX_RENDERS, ProofRun, content_digest
-    from cmp_plugin.guards.implicit_defaults import VERDICTS_VERSION, dump_switches, verdicts_of
+    from cmp_plugin.helmchart.flip_proof import ProofRun, content_digest
+    from cmp_plugin.helmchart.flip_records import MAX_RENDERS
+    from cmp_plugin.helmchart.implicit import VERDICTS_VERSION, dump_switches, verdicts_of
 
     later, job = claimed.later, claimed.job
     if content_digest(job, VERDICTS_VERSION) != later.digest:

@@ -13,7 +13,7 @@ templates, remote inputs), a refusal or error, a render whose implicit-defaults 
 pending, and anything where a tool could write the cache: the cache dir must be out of the tools'
 reach (cmp_plugin/sandbox.py: Landlock available, the dir neither in the checkout nor under
 ``DRIFTGUARD_CMP_TOOL_WRITE_PATHS``). Entries are written only by the plugin, atomically (mode
-0600, no symlink followed) and read only when private (launch.open_private); the kind is bounded
+0600, no symlink followed) and read only when private (paths.open_private); the kind is bounded
 by ``DRIFTGUARD_CMP_RENDER_CACHE_BYTES`` (0 turns it off) and ``KEEP`` entries, least recently
 used removed first. The key is the digest of the inputs only, so Applications with identical
 inputs share an entry safely.

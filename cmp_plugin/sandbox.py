@@ -28,7 +28,7 @@ only in a directory no rule opens (``reaches``); its processes that hold a rende
 are not dumpable (``undumpable``).
 
 Where the kernel offers no Landlock, ``available()`` is False and the preload server is not used
-(cmp_plugin/preload.py): nothing would keep a tool from replacing it.
+(cmp_plugin/preload): nothing would keep a tool from replacing it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmp_plugin import launch
+from cmp_plugin import paths
 from driftguard.env import boolean, from_env, positive, secret
 from driftguard.errors import ConfigError
 
@@ -74,7 +74,7 @@ class CmpSettings(NamedTuple):
     tool_write_paths: str = ""
     """Extra directories render tools may write under Landlock (DRIFTGUARD_CMP_TOOL_WRITE_PATHS, colon-separated)."""
     preload: bool = False
-    """Fork each ``generate`` from a preloaded server (DRIFTGUARD_CMP_PRELOAD; cmp_plugin/preload.py): on in the sidecar manifests."""
+    """Fork each ``generate`` from a preloaded server (DRIFTGUARD_CMP_PRELOAD; cmp_plugin/preload): on in the sidecar manifests."""
     helm_repositories: str = ""
     """helm's repositories.yaml mounted by the platform (DRIFTGUARD_CMP_HELM_REPOSITORIES): credentials per chart repository URL, names for @name dependencies."""
     helm_registry_config: str = ""
@@ -90,8 +90,8 @@ class CmpSettings(NamedTuple):
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CmpSettings:
         env = os.environ if environ is None else environ
         kwargs = from_env(env, ENV)
-        kwargs.setdefault("scratch_root", Path(launch.scratch_root(env)))
-        kwargs.setdefault("cache_dir", Path(launch.cache_dir(env)))
+        kwargs.setdefault("scratch_root", Path(paths.scratch_root(env)))
+        kwargs.setdefault("cache_dir", Path(paths.cache_dir(env)))
         # relative paths resolve against the working directory, the tenant's checkout: a launch
         # plan or baseline committed there would be trusted as the plugin's own
         for name, key in (

@@ -1,7 +1,7 @@
 """How a field change reads for a person: a readable path and short values (alerts and the PR check).
 
 Pure rules with no Flask and no app behind them, so the notifier's alerts (notifier/digest.py) and
-the CMP's PR check (cmp_plugin/diffreport.py) write a change the same way:
+the CMP's PR check (cmp_plugin/prcheck/diffreport.py) write a change the same way:
 ``containers[server].resources.limits["nvidia.com/gpu"]`` 2 -> 4.
 """
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Build driftguard-cmp's native front (cmp_plugin/native/front.c) and install it as ``driftguard-cmp``.
+"""Build driftguard-cmp's native front (cmp_plugin/preload/front.c) and install it as ``driftguard-cmp``.
 
 The front hands ``generate`` to the preload server without starting Python, and execs pip's
-``driftguard-cmp-py`` (the same ``cmp_plugin.launch:main``) for everything else. It replaces pip's
+``driftguard-cmp-py`` (the same ``cmp_plugin.__main__:main``) for everything else. It replaces pip's
 ``driftguard-cmp`` script in BIN_DIR, atomically; ``driftguard-cmp-py`` must already be there
 (``pip install`` puts it there). A pip reinstall puts the Python script back, which works the
 same, only slower: `make setup` builds the front again after every install.
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "cmp_plugin" / "native" / "front.c"
+SOURCE = ROOT / "cmp_plugin" / "preload" / "front.c"
 FLAGS = [
     "-std=c11",
     "-O2",

@@ -185,7 +185,7 @@ def parity(a: list[str], b: list[str], b2: list[str]) -> tuple[str, set[str]]:
 
 def wait_for_preload(cache: Path, seconds: float = 5.0) -> bool:
     """Whether the preload server a first render started listens in ``cache`` within ``seconds``."""
-    from cmp_plugin.preload import SOCKET_NAME
+    from cmp_plugin.preload.protocol import SOCKET_NAME
 
     deadline = time.monotonic() + seconds
     while not (cache / SOCKET_NAME).exists():

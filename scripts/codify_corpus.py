@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from cmp_plugin.argo_env import AppEnv, parse_parameters
-from cmp_plugin.codify import Target, Workspace, codify
-from cmp_plugin.codify_spec import Change
+from cmp_plugin.repotools.codify import codify
+from cmp_plugin.repotools.codify_spec import Change
+from cmp_plugin.repotools.codify_workspace import Target, Workspace
 from cmp_plugin.settings import CmpSettings
 from driftguard.diff import escape
 

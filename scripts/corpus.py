@@ -143,7 +143,6 @@ def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
     """implicit-defaults on every real chart: each reported key flipped again with bare helm."""
     import json
 
-    from cmp_plugin import chart_values as cv
     from cmp_plugin import pipeline
     from cmp_plugin.argo_env import AppEnv, parse_parameters
     from cmp_plugin.guards.implicit_defaults import (
@@ -153,6 +152,7 @@ def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
         ImplicitDefaultsGuard,
         by_key,
     )
+    from cmp_plugin.helmchart import chart_values as cv
     from cmp_plugin.settings import CmpSettings
     from driftguard.errors import DriftguardError
 

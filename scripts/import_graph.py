@@ -20,11 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("cmp_plugin", "notifier", "analysis_provider", "driftguard", "driftguard_serve")
 
 
-def modules(package: str) -> dict[str, Path]:
-    """Dotted module name -> file, for every module of ``package``."""
+def modules(package: str, root: Path = ROOT) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of ``package`` (a folder under ``root``)."""
     found: dict[str, Path] = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
@@ -60,9 +60,9 @@ def _imported(tree: ast.Module, name: str, is_package: bool) -> list[str]:
     return out
 
 
-def graph(package: str) -> dict[str, set[str]]:
+def graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
     """Module -> the modules of the same package that importing it runs."""
-    mods = modules(package)
+    mods = modules(package, root)
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))

@@ -41,7 +41,7 @@ T = TypeVar("T")
 CMP = [sys.executable, "-m", "cmp_plugin"]
 """``driftguard-cmp`` as this interpreter runs it (the tests' default)."""
 FRONT = Path(sys.executable).with_name("driftguard-cmp")
-"""The native front (cmp_plugin/native/front.c) that `make setup` installs as driftguard-cmp."""
+"""The native front (cmp_plugin/preload/front.c) that `make setup` installs as driftguard-cmp."""
 PYTHON_CALLER = [str(FRONT.with_name("driftguard-cmp-py"))]
 """pip's console script for the same command: what a pip-only install's driftguard-cmp is (never
 ``python -m``, which would put the working directory, the tenant's checkout, on sys.path)."""

@@ -107,18 +107,18 @@ def _explain(
     ctx: GuardContext, removed: list[ResourceKey]
 ) -> tuple[dict[ResourceKey, str], list[tuple[str, str, str]]]:
     """For each removal, ``  <- hidden by the chart default of KEY (template:line)`` when a render
-    with that key flipped brings it back (cmp_plugin.removal_cause, the PR diff's proof too), else
+    with that key flipped brings it back (cmp_plugin.helmchart.removal_cause, the PR diff's proof too), else
     that the cause is not known; and the proven keys as (key, origin, template:line)."""
     if ctx.rendered is None or ctx.rendered.renderer != "helm":
         return {}, []  # no values keys: nothing to name
     unknown = {k: f"  <- {UNKNOWN_SHORT}" for k in removed}
-    from cmp_plugin import removal_cause
-    from cmp_plugin.flip_proof import render_kept
-    from cmp_plugin.guards import implicit_defaults as implicit
+    from cmp_plugin.guards.implicit_defaults import NOTE
+    from cmp_plugin.helmchart import implicit, removal_cause
+    from cmp_plugin.helmchart.flip_proof import render_kept
 
     job = ctx.job
-    prep = ctx.notes.get(implicit.NOTE + "-prepared")
-    switches = ctx.notes.get(implicit.NOTE)
+    prep = ctx.notes.get(NOTE + "-prepared")
+    switches = ctx.notes.get(NOTE)
     try:
         if not isinstance(prep, implicit.Prepared):
             prep = implicit.prepare(

@@ -100,7 +100,7 @@ def preload_servers(root: Path) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"cmp_plugin.preload" in argv and any(a.startswith(marker) for a in argv):
+        if b"cmp_plugin.preload.server" in argv and any(a.startswith(marker) for a in argv):
             found.append(int(entry.name))
     return found
 
@@ -108,7 +108,7 @@ def preload_servers(root: Path) -> list[int]:
 def kill_preload_servers(root: Path) -> None:
     """SIGKILL every preload server whose socket is under ``root`` (one may still be starting).
 
-    A server lives as long as its socket (cmp_plugin/preload.py) and pytest keeps old temporary
+    A server lives as long as its socket (cmp_plugin/preload/server.py) and pytest keeps old temporary
     directories, so a test that started one must not leave it behind, whatever the test did.
     """
     for pid in preload_servers(root):

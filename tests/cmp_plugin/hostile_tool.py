@@ -38,7 +38,7 @@ def server_pid():
                     argv = f.read().split(b"\0")
             except OSError:
                 continue
-            if b"cmp_plugin.preload" in argv and any(a.startswith(cache.encode()) for a in argv):
+            if b"cmp_plugin.preload.server" in argv and any(a.startswith(cache.encode()) for a in argv):
                 return int(entry)
     return 0
 

@@ -14,21 +14,21 @@ from typing import Any
 
 import pytest
 
-from cmp_plugin.appset import AppSetError, Context
-from cmp_plugin.appset.base import Cluster, Generated
-from cmp_plugin.appset.expand import _render_app
-from cmp_plugin.appset.git import (
+from cmp_plugin.prcheck.appset import AppSetError, Context
+from cmp_plugin.prcheck.appset.applications import _render_app
+from cmp_plugin.prcheck.appset.base import Cluster, Generated
+from cmp_plugin.prcheck.appset.git import (
     dir_params,
     file_param_sets,
     filter_directories,
     go_dir_params,
     normalize_url,
 )
-from cmp_plugin.appset.gotemplate import GoTemplates
-from cmp_plugin.appset.listgen import ListGenerator
-from cmp_plugin.appset.template import render, render_each
-from cmp_plugin.appset.transform import transform
-from cmp_plugin.appset.values import add_values, apply_values
+from cmp_plugin.prcheck.appset.gotemplate import GoTemplates
+from cmp_plugin.prcheck.appset.listgen import ListGenerator
+from cmp_plugin.prcheck.appset.template import render, render_each
+from cmp_plugin.prcheck.appset.transform import transform
+from cmp_plugin.prcheck.appset.values import add_values, apply_values
 
 REPO_URL = "https://git.example.com/platform/gitops.git"
 DATA = Path(__file__).resolve().parents[1] / "data" / "appset" / "argo_cases.json"

@@ -15,8 +15,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.codify_edit import edit_yaml, set_in
-from cmp_plugin.codify_spec import Change, parse_change, spec_of, tokens
+from cmp_plugin.repotools.codify_edit import edit_yaml, set_in
+from cmp_plugin.repotools.codify_spec import Change, parse_change, spec_of, tokens
 from driftguard.diff import escape
 from driftguard.errors import InputError
 from driftguard.manifests import safe_load

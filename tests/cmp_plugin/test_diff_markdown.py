@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from cmp_plugin import mdtext
-from cmp_plugin.diffreport import render_report
-from cmp_plugin.envdiff import Change, EnvDiff, Environment, Report
-from cmp_plugin.fieldchanges import FieldLine
+from cmp_plugin.prcheck import mdtext
+from cmp_plugin.prcheck.diffreport import render_report
+from cmp_plugin.prcheck.envdiff import Change, EnvDiff, Environment, Report
+from cmp_plugin.prcheck.fieldchanges import FieldLine
 from driftguard.manifests import ResourceKey
 from tests.helpers import examples
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin.diffcmd import progress_reporter
+from cmp_plugin.prcheck.diffcmd import progress_reporter
 from tests.helpers import run_cmp
 
 from .gitrepo import Repo, configmaps

@@ -1,4 +1,4 @@
-"""The native front (cmp_plugin/native/front.c) is the Python caller without the interpreter.
+"""The native front (cmp_plugin/preload/front.c) is the Python caller without the interpreter.
 
 Against a preload server stand-in that records what a caller sends (the real server is tested with
 both callers in test_preload.py and test_preload_attacks.py): the same request, byte for byte,
@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin import preload
+from cmp_plugin.preload import protocol as preload
 from tests.helpers import FRONT, PYTHON_CALLER, examples, run_cmp
 
 from .conftest import ROOT, cmp_env

@@ -1,12 +1,13 @@
-"""gating.py, chart_values.py and the implicit-defaults verdicts on tricky templates."""
+"""helmchart/switches.py, template_lexer.py, chart_values.py and the implicit-defaults verdicts on tricky templates."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cmp_plugin import chart_values as cv
-from cmp_plugin.gating import actions, expression_keys, scan_template
-from cmp_plugin.guards.implicit_defaults import (
+from cmp_plugin.guards.implicit_defaults import summary_line
+from cmp_plugin.helmchart import chart_values as cv
+from cmp_plugin.helmchart.helmignore import Rules, go_match
+from cmp_plugin.helmchart.implicit import (
     CANDIDATE,
     DISABLED,
     FALSY,
@@ -19,9 +20,8 @@ from cmp_plugin.guards.implicit_defaults import (
     all_gates,
     classify,
     prepare,
-    summary_line,
 )
-from cmp_plugin.helmignore import Rules, go_match
+from cmp_plugin.helmchart.template_lexer import actions, expression_keys, scan_template
 from cmp_plugin.scan import Doc
 
 DEPLOY = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
@@ -264,7 +264,7 @@ def test_verdicts_for_the_environment(tmp_path: Path) -> None:
 
 def test_the_warn_line() -> None:
     def finding(key: str, res: str) -> Finding:
-        from cmp_plugin.gating import Gate
+        from cmp_plugin.helmchart.switches import Gate
 
         return Finding(
             Gate(key, "templates/x.yaml", 1, "if", f".Values.{key}", ("Deployment",)),
@@ -314,7 +314,7 @@ def test_merge_like_helm() -> None:
 
 
 def test_the_scan_is_cached_by_template_content(tmp_path: Path) -> None:
-    from cmp_plugin.gating import scan_chart
+    from cmp_plugin.helmchart.switches import scan_chart
 
     chart = make_chart(tmp_path / "t", {"d.yaml": "{{- if .Values.a }}\n" + DEPLOY + "{{- end }}\n"})
     cache = tmp_path / "cache"

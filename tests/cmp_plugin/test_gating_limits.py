@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin import chart_values as cv
-from cmp_plugin.gating import expression_keys, scan_chart, scan_template
-from cmp_plugin.helmignore import Rules, go_match
+from cmp_plugin.helmchart import chart_values as cv
+from cmp_plugin.helmchart.helmignore import Rules, go_match
+from cmp_plugin.helmchart.switches import expression_keys, scan_chart, scan_template
 from tests.helpers import steps
 
 MB = 1 << 20

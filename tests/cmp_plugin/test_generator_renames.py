@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cmp_plugin.fieldchanges import generator_renames, hash_stem
+from cmp_plugin.prcheck.fieldchanges import generator_renames, hash_stem
 from driftguard.manifests import ResourceKey
 
 _ENCODE = str.maketrans({"0": "g", "1": "h", "3": "k", "a": "m", "e": "t"})

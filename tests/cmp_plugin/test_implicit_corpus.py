@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cmp_plugin import chart_values as cv
 from cmp_plugin import pipeline
 from cmp_plugin.argo_env import AppEnv, parse_parameters
-from cmp_plugin.gating import actions, expression_keys
-from cmp_plugin.guards.implicit_defaults import NOTE, Finding, ImplicitDefaultsGuard, by_key, prepare
+from cmp_plugin.guards.implicit_defaults import ImplicitDefaultsGuard
+from cmp_plugin.helmchart import chart_values as cv
+from cmp_plugin.helmchart.implicit import NOTE, Finding, by_key, prepare
+from cmp_plugin.helmchart.template_lexer import actions, expression_keys
 from cmp_plugin.kept import is_kept
 from cmp_plugin.settings import CmpSettings
 

@@ -12,19 +12,17 @@ import pytest
 
 from cmp_plugin import pipeline
 from cmp_plugin.argo_env import AppEnv, parse_parameters
-from cmp_plugin.guards.implicit_defaults import (
+from cmp_plugin.guards.implicit_defaults import NOTE, ImplicitDefaultsGuard, explain
+from cmp_plugin.helmchart.implicit import (
     CANDIDATE,
     FINDING,
     HOOKS_ONLY,
     NOT_PROVEN,
-    NOTE,
     PENDING,
     REMOVES_NOTHING,
     REPEATS,
     SET,
     Finding,
-    ImplicitDefaultsGuard,
-    explain,
 )
 from cmp_plugin.settings import CmpSettings
 from driftguard.errors import GuardRefusal

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin import launch
+from cmp_plugin import launch, paths
 
 from .conftest import Generate
 
@@ -129,14 +129,14 @@ def test_a_corrupt_plan_is_ignored_and_replaced(generate: Generate, repo: Path, 
 
 
 def test_repo_root_matches_the_source_path_or_the_nearest_git(tmp_path: Path) -> None:
-    assert launch.repo_root("/w/repo/apps/web", "apps/web") == "/w/repo"
-    assert launch.repo_root("/w/repo/apps/web", "./apps/web/") == "/w/repo"
+    assert paths.repo_root("/w/repo/apps/web", "apps/web") == "/w/repo"
+    assert paths.repo_root("/w/repo/apps/web", "./apps/web/") == "/w/repo"
     (tmp_path / "r" / ".git").mkdir(parents=True)
     (tmp_path / "r" / "a" / "b").mkdir(parents=True)
-    assert launch.repo_root(str(tmp_path / "r" / "a" / "b"), "elsewhere") == str(tmp_path / "r")
-    assert launch.repo_root(str(tmp_path / "r" / "a" / "b"), "") == str(tmp_path / "r")
-    assert launch.safe_name("team-a_web/x y").startswith("team-a_web_x_y-")
-    assert launch.safe_name("a/b") != launch.safe_name("a_b")  # cleaned alike, kept apart
+    assert paths.repo_root(str(tmp_path / "r" / "a" / "b"), "elsewhere") == str(tmp_path / "r")
+    assert paths.repo_root(str(tmp_path / "r" / "a" / "b"), "") == str(tmp_path / "r")
+    assert paths.safe_name("team-a_web/x y").startswith("team-a_web_x_y-")
+    assert paths.safe_name("a/b") != paths.safe_name("a_b")  # cleaned alike, kept apart
 
 
 def test_a_dependency_build_stops_the_planned_helm_first(

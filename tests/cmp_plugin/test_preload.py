@@ -1,7 +1,7 @@
 """The preload server: a forked, preloaded ``generate`` is the same render, in the caller's process group.
 
 Every test runs the real console entry, both ways it is installed (``python -m cmp_plugin generate``
-and the native front cmp_plugin/native/front.c, the image's ``driftguard-cmp``), the way argocd-cmp-server
+and the native front cmp_plugin/preload/front.c, the image's ``driftguard-cmp``), the way argocd-cmp-server
 does: in a process group of its own within the same session (``Setpgid``), and kills that group
 when it is done with the command. The helm wrapper logs who started it and in which group.
 """
@@ -23,7 +23,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cmp_plugin import preload
+from cmp_plugin.preload import protocol as preload
+from cmp_plugin.preload import server
 from driftguard import env as dg_env
 from tests.helpers import start_cmp, wait_until
 
@@ -400,11 +401,11 @@ def test_a_changed_module_file_is_noticed(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("x = 1\n")
     files = {str(f): f.stat().st_mtime_ns}
-    assert not preload._changed(files)
+    assert not server._changed(files)
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1))
-    assert preload._changed(files)
+    assert server._changed(files)
     f.unlink()
-    assert preload._changed(files)
+    assert server._changed(files)
 
 
 def test_a_caller_with_other_settings_is_never_served_by_a_child(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin import preload
+from cmp_plugin.preload import protocol as preload
 from tests.helpers import start_cmp, wait_until
 
 from .conftest import cmp_env, kill_preload_servers

@@ -30,7 +30,7 @@ CASES = [("metrics-server", None)] + [
 ]
 CASES += [("prometheus-operator-crds", None)]
 # traefik's values.schema.json names itself ("$id": "https://traefik.io/traefik-helm-chart.schema.json"):
-# an identifier, no reference; the chart renders (cmp_plugin/schema_refs.py)
+# an identifier, no reference; the chart renders (cmp_plugin/helmchart/schema_refs.py)
 CASES += [("traefik", None)]
 
 

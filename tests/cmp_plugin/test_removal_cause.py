@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cmp_plugin import pipeline
 from cmp_plugin.argo_env import AppEnv, parse_parameters
-from cmp_plugin.envcause import probe, removal_causes
+from cmp_plugin.prcheck.envcause import probe, removal_causes
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.settings import CmpSettings
 from driftguard.cause import CHART_DEFAULT, parse_condition

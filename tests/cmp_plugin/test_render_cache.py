@@ -312,7 +312,7 @@ def test_the_pr_check_renders_only_environments_whose_inputs_changed(tmp_path: P
 
 
 def test_the_pr_check_uses_the_cores_it_may() -> None:
-    from cmp_plugin.envdiff import workers
+    from cmp_plugin.prcheck.envdiff import workers
 
     cores = len(os.sched_getaffinity(0))
     assert workers(1000) == cores

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin import preload, sandbox
+from cmp_plugin import sandbox
+from cmp_plugin.preload import protocol as preload
 from tests.helpers import wait_until
 
 from .conftest import cmp_env, kill_preload_servers

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin import scan
+from cmp_plugin import scan_scalars
 from cmp_plugin.process import tool_env
 from cmp_plugin.scan import _scan_general, _scan_helm, keys_of, scan_stream
 from cmp_plugin.settings import CmpSettings
@@ -398,23 +398,23 @@ def test_the_quote_line_finder_finds_what_the_pattern_finds(text: str) -> None:
     nl = "\n" + text
     expect = [
         (m.start(), m.end())
-        for m in scan._QUOTE_LINE.finditer(nl)
-        if scan._CLOSED_LINE.match(nl, m.start()) is None
+        for m in scan_scalars._QUOTE_LINE.finditer(nl)
+        if scan_scalars._CLOSED_LINE.match(nl, m.start()) is None
     ]
-    assert [(m.start(), m.end()) for m in scan._quote_lines(nl)] == expect
+    assert [(m.start(), m.end()) for m in scan_scalars._quote_lines(nl)] == expect
 
 
 @given(_LINES)
 def test_a_line_skipped_as_closed_is_one_the_full_check_finds_closed(text: str) -> None:
     """What ``_CLOSED_LINE`` lets ``_quote_lines`` skip, ``_unclosed`` would have passed too."""
     nl = "\n" + text
-    for m in scan._CLOSED_LINE.finditer(nl):
-        assert scan._unclosed(nl[m.start() + 1 : m.end()]) == -1, nl[m.start() : m.end()]
+    for m in scan_scalars._CLOSED_LINE.finditer(nl):
+        assert scan_scalars._unclosed(nl[m.start() + 1 : m.end()]) == -1, nl[m.start() : m.end()]
 
 
 @given(_LINES)
 def test_the_block_indicator_finder_finds_what_the_pattern_finds(text: str) -> None:
     """``_block_indicators`` tries only at ``|`` and ``>``: the same matches as finditer."""
     nl = "\n" + text
-    expect = [(m.start(), m.end()) for m in scan._BLOCK_INDICATOR.finditer(nl)]
-    assert [(m.start(), m.end()) for m in scan._block_indicators(nl)] == expect
+    expect = [(m.start(), m.end()) for m in scan_scalars._BLOCK_INDICATOR.finditer(nl)]
+    assert [(m.start(), m.end()) for m in scan_scalars._block_indicators(nl)] == expect

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.schema_refs import _outside_ref, check_chart_schemas, known_draft
+from cmp_plugin.helmchart.schema_refs import _outside_ref, check_chart_schemas, known_draft
 from driftguard.errors import InputError
 from standins.http import running
 from tests.helpers import examples

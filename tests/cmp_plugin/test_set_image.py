@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.set_image import ImageSpec, parse_spec, set_image
+from cmp_plugin.repotools.set_image import ImageSpec, parse_spec, set_image
 from driftguard.errors import DriftguardError
 from tests.helpers import examples, run_cmp
 from tests.manifests.reference import kustomize

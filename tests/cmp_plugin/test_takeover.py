@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from cmp_plugin import launch, preload, sandbox
+from cmp_plugin import launch, sandbox
+from cmp_plugin.preload import protocol as preload
 from tests.helpers import wait_until
 
 from .conftest import HERE, cmp_env

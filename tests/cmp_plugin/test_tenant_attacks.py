@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cmp_plugin import launch
+from cmp_plugin import launch, paths
 from tests.helpers import run_cmp, start_cmp, wait_until
 
 from .conftest import cmp_env
@@ -458,7 +458,7 @@ def test_a_planted_baseline_is_not_trusted(checkout: Path, tmp_path: Path) -> No
     here = chart(checkout, "apps/web", templates={"cm.yaml": CM.format(name="web")})
     cache = tmp_path / "cache"
     cache.mkdir()
-    fake = cache / (launch.safe_name("argocd_web") + ".json")
+    fake = cache / (paths.safe_name("argocd_web") + ".json")
     keys = [["", "ConfigMap", "apps", f"cm-{i}"] for i in range(50)]
     fake.write_text(json.dumps({"revision": "x", "keys": keys}))
     fake.chmod(0o666)

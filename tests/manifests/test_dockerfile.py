@@ -60,7 +60,7 @@ def test_bytecode_is_compiled_once_for_a_read_only_root() -> None:
 
 
 def test_the_native_front_is_built_in_the_build_stage_and_replaces_pips_script() -> None:
-    """cmp_plugin/native/front.c becomes /opt/venv/bin/driftguard-cmp; the final stage has no compiler."""
+    """cmp_plugin/preload/front.c becomes /opt/venv/bin/driftguard-cmp; the final stage has no compiler."""
     build = stages()[0]
     assert "gcc" in build and "libc6-dev" in build
     built = build.index("scripts/build_front.py /opt/venv/bin")

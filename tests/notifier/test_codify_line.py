@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cmp_plugin.cli import build_parser
-from cmp_plugin.codify_spec import Change, parse_change
+from cmp_plugin.repotools.codify_spec import Change, parse_change
 from driftguard.diff import FieldChange
 from driftguard.drift import HUMAN, Actor, Classified, ResourceDrift
 from driftguard.manifests import ResourceKey

@@ -1,0 +1,232 @@
+"""Documents the line scanner (scan.py) reads whole: a CRD's scope from its spec, flow style and JSON.
+
+A CustomResourceDefinition is read for group, names.kind and scope without parsing the (often
+huge) document; a document in flow style or JSON is read by its own linear patterns, and anything
+unsure goes to the parser.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cmp_plugin.scan_text import (
+    _AFTER_END,
+    _DOC_END,
+    _FIRST_CHILD,
+    _NEXT_TOP,
+    _scalar,
+)
+
+# --- a CustomResourceDefinition's scope, read without parsing the (often huge) document ----------
+_SPEC_KEYS = ("group", "scope", "names")
+
+
+def _crd_spec(text: str, top: dict[str, tuple[str, int]], end: int) -> tuple[str, str, str] | None:
+    """(spec.group, spec.names.kind, spec.scope) of a plain block-style CRD; None when only a parser can say."""
+    spec = top.get("spec")
+    if spec is None:
+        return "", "", ""
+    if spec[0] and not spec[0].startswith("#"):
+        return None  # flow style, an anchor, a tag: the parser decides
+    start = spec[1] + 1
+    nxt = _NEXT_TOP.search(text, start - 1, end)
+    found = _block_keys(text, start, nxt.start() + 1 if nxt else end, _SPEC_KEYS)
+    if found is None:
+        return None
+    values: dict[str, str] = {}
+    for key in ("group", "scope"):
+        if key in found:
+            value = _scalar(found[key][0])
+            if value is None:
+                return None
+            values[key] = value
+    kind = ""
+    if "names" in found:
+        raw, names_start, names_end = found["names"]
+        if raw and not raw.startswith("#"):
+            return None
+        names = _block_keys(text, names_start, names_end, ("kind",))
+        if names is None:
+            return None
+        if "kind" in names:
+            value = _scalar(names["kind"][0])
+            if value is None:
+                return None
+            kind = value
+    return values.get("group", ""), kind, values.get("scope", "")
+
+
+_BLOCK_RX: dict[
+    tuple[int, tuple[str, ...]], tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]
+] = {}
+
+
+def _block_keys(
+    text: str, start: int, end: int, wanted: tuple[str, ...]
+) -> dict[str, tuple[str, int, int]] | None:
+    """``wanted`` keys of the block mapping in text[start:end]: key -> (raw value, block start, block end).
+
+    The block's indentation is its first line's; every line at that indentation must be ``key:``,
+    ``key: value`` or a ``- `` item of the key above (anything else, a line less indented, or a
+    wanted key twice: None, the parser decides). Each key's own block runs to the next line at
+    the mapping's indentation.
+    """
+    block = "\n" + text[start:end]
+    first = _FIRST_CHILD.search(block, 1)
+    if first is None:
+        return {}
+    n = len(first.group(1))
+    rx = _BLOCK_RX.get((n, wanted))
+    if rx is None:
+        names = "|".join(re.escape(w) for w in wanted)
+        at_n = re.compile(
+            rf"\n {{{n}}}(?=[^ \r\n#])(?:({names}):([^\n]*)|(?:[A-Za-z0-9_./-]+:(?:[ \t]|\r?(?=\n|$))|-(?:[ \t]|\r?(?=\n|$)))|(.))"
+        )
+        child = re.compile(rf"\n {{{n}}}(?=[^ \r\n#])")
+        out = re.compile(rf"\n {{1,{n - 1}}}(?=[^ \r\n#])") if n > 1 else None
+        rx = _BLOCK_RX[n, wanted] = (at_n, child, out)
+    at_n, child, out = rx
+    if out is not None and out.search(block):
+        return None
+    found: dict[str, tuple[str, int, int]] = {}
+    for m in at_n.finditer(block):
+        if m.group(3) is not None:
+            return None  # a line at the block's indentation that is no plain key nor item
+        key = m.group(1)
+        if key is None:
+            continue
+        rest = m.group(2)
+        if rest and rest[0] not in " \t\r":
+            return None  # "group:x" is no key line
+        if key in found:
+            return None
+        nxt = child.search(block, m.end())
+        own_end = nxt.start() if nxt else len(block)
+        # offsets in text: block[i] is text[start + i - 1]
+        found[key] = (rest.strip(" \t\r"), start + m.end(), start + own_end - 1)
+    return found
+
+
+# --- documents in flow style or JSON ------------------------------------------------------------
+# the document's marker line and the comment or blank lines before its "{"
+_FLOW_HEAD = re.compile(r"(?:---[ \t]*+(?:#[^\n]*+)?\r?\n)?(?:[ \t]*+(?:#[^\n]*+)?\r?\n)*+[ \t]*+(?=\{)")
+# a quoted scalar is read where a flow token starts (after "{", "[" or "," and blanks, or ": "); a
+# quote anywhere else is inside a plain scalar, or the start of one the parser must read
+_QUOTE_CHAR = re.compile(r"[\"']")
+_FLOW_DQ = re.compile(r'"([^"\\\n]*+)"')
+_FLOW_SQ = re.compile(r"'([^'\"\\\n]*+)'")
+_JSON: Any = None
+_JSON_LAX: Any = None
+# outside quoted scalars: what only the parser reads (comments, anchors, aliases, tags, complex
+# keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars)
+_FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"]")
+# a plain scalar in a flow collection: words joined by blanks, or by ":" not followed by a blank or
+# a flow indicator (registry.example.com/app:1.0); it ends at a flow indicator, ": " or a line end
+_FLOW_PLAIN = re.compile(r"([^\s{}\[\],:](?:[^\s{}\[\],:]++|:(?=[^\s{}\[\],])|[ ]++(?=[^\s{}\[\],:]))*+)")
+_QUOTED_MARK = "\x01"
+
+
+def _flow_identity(chunk: str) -> Any:
+    """(apiVersion, kind, name, namespace, named) of a document that is one flow mapping (JSON
+    included); None when only the parser can say (or it is no such document).
+
+    JSON is read by ``json.loads``. Other flow YAML becomes JSON first: each plain scalar quoted,
+    each quoted scalar kept (single quotes turned double) with a mark; a plain value of an
+    identity field must then be a string for go-yaml (``_scalar``). Anything else (comments,
+    anchors, tags, escapes, multi-line scalars, ``items``, a CRD) is the parser's.
+    """
+    head = _FLOW_HEAD.match(chunk)
+    if head is None:
+        return None
+    import json
+
+    body = chunk[head.end() :]
+    end = _DOC_END.search(body)
+    if end is not None:
+        if _AFTER_END.fullmatch(body, end.start() + 1) is None:
+            return None
+        body = body[: end.start() + 1]
+    global _JSON, _JSON_LAX
+    if _JSON is None or _JSON_LAX is None:
+        _JSON, _JSON_LAX = json.JSONDecoder(), json.JSONDecoder(strict=False)
+    try:
+        if body[1:].lstrip(" \t\r\n")[:1] not in ('"', "}"):
+            raise ValueError("no JSON")  # a plain key first: flow YAML, not JSON
+        obj = _JSON.decode(body)
+        plain = False
+    except ValueError:
+        outside, quoted = [], []  # every quoted scalar marked, the text between them apart
+        pos = 0
+        at = _QUOTE_CHAR.search(body)
+        while at is not None:
+            start = at.start()
+            before = body[pos:start].rstrip(" \r\n")
+            if not (before[-1:] in ("{", "[", ",") or (before[-1:] == ":" and len(before) < start - pos)):
+                return None  # a quote inside a plain scalar, or after a quoted key ('"a":"b"')
+            q = (_FLOW_DQ if body[start] == '"' else _FLOW_SQ).match(body, start)
+            if q is None:
+                return None  # an escape, a line break or the other quote inside: the parser's
+            outside.append(body[pos:start])
+            quoted.append(f'"{_QUOTED_MARK}{q.group(1)}"')
+            pos = q.end()
+            at = _QUOTE_CHAR.search(body, pos)
+        outside.append(body[pos:])
+        if _FLOW_UNSURE.search("".join(outside)):
+            return None
+        # every plain scalar quoted (split out, joined by quotes)
+        parts = ['"'.join(_FLOW_PLAIN.split(p)) for p in outside]
+        for i, scalar in enumerate(quoted):
+            parts.insert(2 * i + 1, scalar)
+        try:
+            obj = _JSON_LAX.decode("".join(parts))
+        except ValueError:
+            return None
+        plain = True
+    except RecursionError:
+        return None
+    if type(obj) is not dict:
+        return None
+    top = _flow_keys(obj, plain)
+    if top is None or "items" in top:
+        return None
+    meta = _flow_keys(top.get("metadata"), plain)
+    if meta is None:
+        return None
+    found = []
+    for value in (top.get("apiVersion"), top.get("kind"), meta.get("name"), meta.get("generateName")):
+        if value is not None:
+            value = _flow_string(value, plain)
+            if value is None:
+                return None
+        found.append(value)
+    api, kind, name, generate = found
+    namespace = meta.get("namespace")
+    if namespace is not None:
+        namespace = _flow_string(namespace, plain)
+        if namespace is None:
+            return None
+    if not api or not kind or not (name or generate) or kind == "CustomResourceDefinition":
+        return None  # an error for the parser to word, or a CRD whose scope it reads
+    return api, kind, name or generate, namespace or "", bool(name)
+
+
+def _flow_keys(obj: Any, plain: bool) -> dict[str, Any] | None:
+    """A mapping with its keys as YAML spells them (marks removed); None when two keys are one."""
+    if type(obj) is not dict:
+        return None
+    if not plain:
+        return obj
+    out = {k[1:] if k[:1] == _QUOTED_MARK else k: v for k, v in obj.items()}
+    return out if len(out) == len(obj) else None
+
+
+def _flow_string(value: Any, plain: bool) -> str | None:
+    """The string an identity field holds; None when it is no string (or only the parser can say)."""
+    if type(value) is not str:
+        return None
+    if not plain:
+        return value
+    if value[:1] == _QUOTED_MARK:
+        return value[1:]
+    return value if _scalar(value) == value else None
