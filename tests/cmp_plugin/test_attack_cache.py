@@ -61,13 +61,13 @@ def test_a_kustomize_resource_with_an_equals_sign_is_hashed_by_its_whole_path(tm
     assert _digest(app, root, "kustomize") != before
     # a generator's files entry is key=path: the path is what is read (outside the kustomization:
     # the platform may open the load restrictor)
-    (root / "shared").mkdir()
-    (root / "shared" / "conf.txt").write_text("one\n")
+    (root / "common-files").mkdir()
+    (root / "common-files" / "conf.txt").write_text("one\n")
     (app / "kustomization.yaml").write_text(
-        "configMapGenerator:\n- name: conf\n  files:\n  - conf=../shared/conf.txt\n"
+        "configMapGenerator:\n- name: conf\n  files:\n  - conf=../common-files/conf.txt\n"
     )
     before = _digest(app, root, "kustomize")
-    (root / "shared" / "conf.txt").write_text("two\n")
+    (root / "common-files" / "conf.txt").write_text("two\n")
     assert _digest(app, root, "kustomize") != before
 
 
