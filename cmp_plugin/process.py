@@ -79,6 +79,9 @@ _OOM_MARKERS = (
     "fatal error: runtime: out of memory",
     "fatal error: out of memory",
     "fatal error: runtime: cannot allocate memory",
+    # a thread's stack is writable memory RLIMIT_DATA counts: past the cap, Go's next thread fails
+    # (runtime/os_linux.go newosproc: "failed to create new OS thread", then "fatal error: newosproc")
+    "runtime: failed to create new OS thread",
 )
 
 

@@ -45,3 +45,19 @@ def test_a_stderr_flood_keeps_only_its_end() -> None:
 def test_a_tool_that_cannot_start_is_a_render_error(tmp_path: object) -> None:
     with pytest.raises(RenderError, match="could not start"):
         ToolRun(["/nonexistent/helm", "template"], env=ENV, timeout=5, max_output=10, name="helm template")
+
+
+@pytest.mark.parametrize(
+    "go_says",
+    [
+        "fatal error: runtime: out of memory",
+        "fatal error: runtime: cannot allocate memory",
+        # a thread's stack past RLIMIT_DATA (runtime/os_linux.go newosproc), then goroutines and registers
+        "runtime: failed to create new OS thread (have 9 already; errno=11)\nfatal error: newosproc",
+    ],
+)
+def test_go_running_out_of_memory_is_named(go_says: str) -> None:
+    dump = "\\n".join([f"goroutine {i} [running]:" for i in range(2000)])
+    code = f"import sys; sys.stderr.write({go_says!r} + '\\n' + '{dump}' + '\\n  gs 0x0\\n'); sys.exit(2)"
+    with pytest.raises(RenderError, match="ran out of memory"):
+        tool(code).wait()
