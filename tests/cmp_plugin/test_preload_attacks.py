@@ -170,6 +170,9 @@ def test_a_busy_server_is_not_replaced(render: Callable[..., Run], tmp_path: Pat
     cache = tmp_path / "cache"
     assert render(cache).returncode == 0
     server = wait_until(lambda: server_pid(cache), "the preload server answers")
+    # it listens before its first child is forked; once it has one it drops the start marker
+    # (server.py): stopped before that, the marker would stay and read as a second start
+    wait_until(lambda: not (cache / preload.STARTING).exists(), "the server to have a child to serve")
     path = cache / preload.SOCKET_NAME
     inode = path.stat().st_ino
     waiting: list[socket.socket] = []
