@@ -62,6 +62,8 @@ def main() -> int:
         try:
             env = chart_cases.dg_env(case, cache)
             env["DRIFTGUARD_CMP_PRELOAD"] = args.preload
+            # cold renders: the render cache would serve every timed run after the first (monorepo.py times hits)
+            env["DRIFTGUARD_CMP_RENDER_CACHE_BYTES"] = "0"
             bare = chart_cases.bare_argv(case, t)
             dg = [t["driftguard-cmp"], "generate"]
             rc, out, err, _ = chart_cases.run(bare, case.app_dir)
