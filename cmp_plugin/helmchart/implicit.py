@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from cmp_plugin.helmchart import chart_values as cv
 from cmp_plugin.helmchart.flip_proof import Flip, Proof, ProofRun, render_kept
 from cmp_plugin.helmchart.switch_eval import evaluate
-from cmp_plugin.helmchart.switches import ChartScan, Gate, scan_chart
+from cmp_plugin.helmchart.switches import ChartScan, Gate, gate_from_json, scan_chart
 from cmp_plugin.helmchart.template_lexer import MAX_SOURCES, ROOT
 from cmp_plugin.renderers.base import RenderJob
 from cmp_plugin.renderers.helm import existing_values_files, set_values
@@ -447,19 +447,7 @@ def load_switches(raw: Any) -> list[Finding] | None:
     try:
         out = []
         for row in raw["switches"]:
-            g = row[0]
-            gate = Gate(
-                g[0],
-                g[1],
-                g[2],
-                g[3],
-                g[4],
-                tuple(g[5]),
-                tuple(g[6]),
-                g[7],
-                tuple((a, b) for a, b in g[8]),
-                g[9],
-            )
+            gate = gate_from_json(row[0])
             out.append(
                 Finding(gate, row[1], row[2], row[3], row[4], row[5], tuple(row[6]), row[7], row[8], row[9])
             )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cmp_plugin.content_cache import cache_get, cache_put, hasher
 from cmp_plugin.helmchart import helmignore
@@ -33,6 +33,7 @@ from cmp_plugin.helmchart.template_lexer import (
 __all__ = [
     "ChartScan",
     "Gate",
+    "gate_from_json",
     "scan_chart",
 ]
 
@@ -148,24 +149,17 @@ def scan_chart(
 _CACHE_VERSION = "driftguard-gates-2"
 
 
+def gate_from_json(g: Any) -> Gate:
+    """A gate as the caches store it (a JSON list of its fields) read back; errors are the caller's."""
+    return Gate(
+        g[0], g[1], g[2], g[3], g[4], tuple(g[5]), tuple(g[6]), g[7], tuple((a, b) for a, b in g[8]), g[9]
+    )
+
+
 def _load_cached(cache_dir: Path, key: str) -> ChartScan | None:
     raw = cache_get(cache_dir, f"gates-{key}")
     try:
-        gates = [
-            Gate(
-                g[0],
-                g[1],
-                g[2],
-                g[3],
-                g[4],
-                tuple(g[5]),
-                tuple(g[6]),
-                g[7],
-                tuple((a, b) for a, b in g[8]),
-                g[9],
-            )
-            for g in raw["gates"]
-        ]
+        gates = [gate_from_json(g) for g in raw["gates"]]
         return ChartScan(
             gates, raw["content_only"], raw["templates"], raw["ignored"], tuple(raw["incomplete"]), 0
         )
