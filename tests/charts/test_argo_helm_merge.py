@@ -175,6 +175,7 @@ def test_driftguards_pieces_arrive_beside_the_teams() -> None:
     assert ("ConfigMap", "team-dashboards") in merged
 
 
+@pytest.mark.slow  # the real argo-cd chart rendered
 def test_merging_again_adds_nothing(tmp_path: Path) -> None:
     _, _, overlay, _ = renders()
     team = tmp_path / "team.yaml"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +42,7 @@ def test_the_values_file_is_what_the_generator_writes() -> None:
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow  # the real argo-cd chart rendered
 def test_the_sidecar_runs_in_the_repo_server_as_the_cmp_server_expects() -> None:
     objs = render()
     repo = objs[("Deployment", "argocd-repo-server")]

@@ -48,6 +48,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow  # real charts
 @pytest.mark.parametrize("chart", sorted(EXPECTED))
 def test_five_fields_on_a_real_chart(chart: str, tmp_path: Path) -> None:
     rows = corpus_script().trial(ROOT / "tests/data/charts" / chart, chart, tmp_path, CmpSettings.from_env())

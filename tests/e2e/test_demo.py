@@ -8,6 +8,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +32,7 @@ def gunicorns(mark: str) -> set[int]:
     return found
 
 
+@pytest.mark.slow  # the whole drill; `make demo` runs it too
 def test_demo_runs_clean() -> None:
     mark = uuid.uuid4().hex
     proc = subprocess.run(

@@ -67,6 +67,7 @@ def test_an_expansion_is_one_transaction_all_or_nothing(
     state.outbox.close()
 
 
+@pytest.mark.slow  # several replicas
 def test_a_webhook_wakes_the_other_replicas_only_when_its_own_worker_is_busy(
     tmp_path: Path, argo: FakeArgo, rx: Receivers, pg: PgServer
 ) -> None:

@@ -171,6 +171,7 @@ def test_the_cli_checks_the_admission_part_without_the_webhook_token_config_or_a
     assert whole.returncode == 2 and "DRIFTGUARD_ARGOCD_TOKEN_FILE" in whole.stderr  # the whole one reads it
 
 
+@pytest.mark.slow  # gunicorn over TLS; the parts themselves are tested in-process above
 def test_the_admission_listener_under_gunicorn_over_tls(tmp_path: Path) -> None:
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
