@@ -145,14 +145,9 @@ def check_implicit(charts: Path, *, max_ci: int = 2) -> Suite:
 
     from cmp_plugin import pipeline
     from cmp_plugin.argo_env import AppEnv, parse_parameters
-    from cmp_plugin.guards.implicit_defaults import (
-        CANDIDATE,
-        NOTE,
-        SCAN_VERDICTS,
-        ImplicitDefaultsGuard,
-        by_key,
-    )
+    from cmp_plugin.guards.implicit_defaults import SCAN_VERDICTS, ImplicitDefaultsGuard
     from cmp_plugin.helmchart import chart_values as cv
+    from cmp_plugin.helmchart.implicit import CANDIDATE, NOTE, by_key
     from cmp_plugin.settings import CmpSettings
     from driftguard.errors import DriftguardError
 

@@ -8,6 +8,8 @@ import is caught, and holds every console script's module to being imported by n
 
 from __future__ import annotations
 
+import ast
+import importlib
 import importlib.util
 import sys
 import tomllib
@@ -56,3 +58,29 @@ def test_each_console_script_module_is_imported_by_nothing() -> None:
         assert module in edges, name
         importers = sorted(m for m, needs in edges.items() if module in needs and m != f"{package}.__main__")
         assert importers == [], f"{name}: {module} is imported by {importers}"
+
+
+def _first_party_imports(path: Path) -> list[tuple[str, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.split(".")[0] in import_graph.PACKAGES
+        for alias in node.names
+    ]
+
+
+@pytest.mark.parametrize(
+    "script",
+    sorted(p.relative_to(ROOT).as_posix() for d in ("scripts", "bench") for p in (ROOT / d).glob("*.py")),
+)
+def test_scripts_and_benches_import_what_exists(script: str) -> None:
+    """No test runs every script and bench (make corpus, make bench do): a moved module or name
+    would only show there, so each of their imports, nested ones included, is resolved here."""
+    for module, name in _first_party_imports(ROOT / script):
+        loaded = importlib.import_module(module)
+        assert hasattr(loaded, name) or importlib.util.find_spec(f"{module}.{name}") is not None, (
+            f"{script}: from {module} import {name}"
+        )
