@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -178,4 +177,3 @@ def test_a_cache_a_tool_may_write_gets_no_server_and_no_key(
     assert not (cache / preload.SOCKET_NAME).exists() and not (cache / preload.KEY_NAME).exists()
     assert not (cache / preload.STARTING).exists()
     assert not list(cache.glob("*.plan")), "a launch plan where a tool may write it"
-    time.sleep(0)  # nothing to wait for: no server was started
