@@ -8,6 +8,7 @@ replaced, crash-looped or left behind because of one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -79,7 +80,8 @@ def render(repo: Path, tmp_path: Path, caller: list[str]) -> Callable[..., Run]:
             **({"start_new_session": True} if start_new_session else {"process_group": 0}),
         )
         out, err = proc.communicate(timeout=120)
-        if _group_alive(proc.pid):  # what argocd-cmp-server does after the command
+        # what argocd-cmp-server does after the command; the group may empty between the two
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         return Run(proc, out, err)
 
@@ -91,14 +93,6 @@ def _preloaded_render(render: Callable[..., Run], cache: Path) -> bool:
     run = render(cache)
     assert run.returncode == 0, run.stderr
     return preloaded(render, run)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 def preloaded(render: Callable[..., Run], run: Run) -> bool:
