@@ -21,6 +21,14 @@ from typing import Any, NamedTuple
 from cmp_plugin.params import ARRAY, MAP, PARAMETERS, by_name, env_name, param_env_prefix
 from driftguard.errors import InputError
 
+# compiled once at import: the preload server imports this module, so no forked render compiles them
+_API_SEPARATORS = re.compile(r"[,\s]+")
+_INDEXED = {
+    p.name: re.compile(re.escape(param_env_prefix(p.name)) + r"_(\d+)")
+    for p in PARAMETERS
+    if p.collection == ARRAY
+}
+
 __all__ = ["AppEnv", "parse_parameters"]
 
 ENV_PREFIX = "ARGOCD_ENV_DRIFTGUARD_"
@@ -72,7 +80,7 @@ class AppEnv(NamedTuple):
         """Read a CMP command's environment; unknown or malformed parameters raise InputError."""
         params, explicit = parse_parameters(environ)
         apis = tuple(
-            v.strip() for v in re.split(r"[,\s]+", environ.get("KUBE_API_VERSIONS", "")) if v.strip()
+            v.strip() for v in _API_SEPARATORS.split(environ.get("KUBE_API_VERSIONS", "")) if v.strip()
         )
         env = {k[len("ARGOCD_ENV_") :]: v for k, v in environ.items() if k.startswith("ARGOCD_ENV_")}
         return cls(
@@ -147,8 +155,9 @@ def _from_param_vars(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
         prefix = param_env_prefix(param.name)
         if param.collection == ARRAY:
             items = {}
+            indexed = _INDEXED[param.name]
             for key, value in environ.items():
-                m = re.fullmatch(re.escape(prefix) + r"_(\d+)", key)
+                m = indexed.fullmatch(key)
                 if m:
                     items[int(m.group(1))] = value
                     seen.add(key)

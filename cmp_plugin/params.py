@@ -18,6 +18,7 @@ from driftguard.errors import InputError
 __all__ = ["PARAMETERS", "Param", "by_name", "env_name", "not_applying", "param_env_prefix"]
 
 STRING, ARRAY, MAP = "string", "array", "map"
+_NOT_IN_ENV_NAME = re.compile(r"[^A-Z0-9]")  # compiled at import: in the preload server, not per render
 
 
 class Param(NamedTuple):
@@ -444,7 +445,7 @@ def not_applying(names: frozenset[str] | set[str], renderer: str) -> list[str]:
 
 def env_name(name: str) -> str:
     """Argo CD's PARAM_* spelling of a name: upper case, anything else than A-Z0-9 becomes '_'."""
-    return re.sub(r"[^A-Z0-9]", "_", name.upper())
+    return _NOT_IN_ENV_NAME.sub("_", name.upper())
 
 
 def param_env_prefix(name: str) -> str:

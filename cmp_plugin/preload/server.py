@@ -43,7 +43,11 @@ __all__ = ["serve"]
 
 
 def _warm() -> None:
-    """Import what ``generate`` imports, so a forked child starts with all of it loaded."""
+    """Import what ``generate`` imports, so a forked child starts with all of it loaded.
+
+    A render served from the render cache imports nothing and compiles no pattern in the child
+    (tests/cmp_plugin/test_preload_warm.py): each costs a hit more than the hit's own work.
+    """
     # extension modules a render loads (content cache, plan names, limits): each is a dlopen of
     # ~0.5 ms on the render's critical path when the child imports it itself
     import _blake2  # noqa: F401
@@ -57,8 +61,11 @@ def _warm() -> None:
     import cmp_plugin.guards.registry
     import cmp_plugin.helmchart.schema_refs
     import cmp_plugin.pipeline
+    import cmp_plugin.render_cache
     import cmp_plugin.render_log
-    import cmp_plugin.renderers  # noqa: F401
+    import cmp_plugin.renderers
+    import cmp_plugin.sandbox
+    import cmp_plugin.tool_versions  # noqa: F401
     from cmp_plugin.fingerprint import code_stamp
 
     code_stamp()  # the render cache's code stamp, computed once for every child
