@@ -127,6 +127,29 @@ def test_a_good_override_is_used(tmp_path: Path) -> None:
     assert "OVERRIDDEN x" in t.render("pagerduty", "en", "title", digest(view(DriftReport(AppInfo("x")))))
 
 
+def test_an_override_changed_in_place_is_compiled_again_and_the_stock_ones_are_not(tmp_path: Path) -> None:
+    """Templates of one process share their compiled code (notifier/render.py ``_COMPILED``), keyed
+    by jinja on the source's checksum: the same file with new text is never served stale."""
+    from notifier import render
+
+    src = (Path(__file__).resolve().parents[2] / "notifier/templates/pagerduty.en.j2").read_text()
+    override = tmp_path / "pagerduty.en.j2"
+    override.write_text(src.replace("{% macro title(d) %}", "{% macro title(d) %}FIRST "))
+    Templates(str(tmp_path))
+    compiled = len(render._COMPILED)
+    Templates(str(tmp_path))
+    assert len(render._COMPILED) == compiled, "the same sources compiled again"
+    override.write_text(src.replace("{% macro title(d) %}", "{% macro title(d) %}SECOND "))
+    t = Templates(str(tmp_path))
+    from notifier.digest import digest
+    from notifier.render import view
+
+    assert "SECOND x" in t.render("pagerduty", "en", "title", digest(view(DriftReport(AppInfo("x")))))
+    override.write_text("{% macro title(d) %}{{ d.nope.deeper }}{% endmacro %}")
+    with pytest.raises(ConfigError, match=r"template pagerduty\.en\.j2 is broken"):
+        Templates(str(tmp_path))
+
+
 def test_time_zone_is_an_iana_name_defaulting_to_utc() -> None:
     from notifier.config import parse_config
 
