@@ -17,7 +17,7 @@ def running(handler: type[BaseHTTPRequestHandler], *, tls: ssl.SSLContext | None
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
