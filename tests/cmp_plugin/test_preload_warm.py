@@ -63,3 +63,19 @@ def test_a_hit_after_the_warm_up_imports_and_compiles_nothing(
     assert out.lstrip().startswith(miss.stdout.strip()[:200])  # the same render, from the cache
     assert eval(modules) == [], "imported by the forked child on every hit: add it to _warm"
     assert eval(patterns) == [], "compiled by the forked child on every hit: compile it at import"
+
+
+def test_the_rehearsal_runs_the_hit_path_on_the_servers_own_chart_and_writes_nothing(tmp_path: Path) -> None:
+    """A child forked ahead rehearses before it takes a connection (cmp_plugin/preload/server.py
+    ``_rehearse``): on the server's own chart in its private cache, to the end (a rehearsal that
+    fails quietly buys nothing), leaving the cache as it found it."""
+    from cmp_plugin.preload import server
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    root = server._stage_rehearsal(str(cache))
+    assert root is not None and Path(root).parent == cache
+    staged = {p: p.read_bytes() for p in cache.rglob("*") if p.is_file()}
+    assert staged and all(p.stat().st_mode & 0o077 == 0 for p in staged)
+    assert server._rehearse(root)
+    assert {p: p.read_bytes() for p in cache.rglob("*") if p.is_file()} == staged
