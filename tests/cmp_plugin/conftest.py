@@ -67,7 +67,9 @@ def cmp_env(app: str, params: list[dict[str, Any]] | None = None, **extra: str) 
     return env
 
 
-@pytest.fixture(params=["python", "native"])
+# the image ships the native front: the fast lane runs each caller test with it, `make test-all`
+# with pip's Python script too (the same protocol, held byte for byte by test_front.py)
+@pytest.fixture(params=[pytest.param("python", marks=pytest.mark.slow), "native"])
 def caller(request: pytest.FixtureRequest) -> list[str]:
     """``driftguard-cmp`` both ways it is installed: pip's Python script, or the image's native front."""
     return PYTHON_CALLER if request.param == "python" else [str(FRONT)]

@@ -191,16 +191,18 @@ def test_a_render_of_hooks_only_is_empty(generate: Generate, repo: Path) -> None
 
 
 # the same attacks in the other layouts the scanner reads without parsing (test_scan_layouts.py
-# crosses them all against the full parse; these run a few through generate and the guard)
+# crosses them all against the full parse, in the fast lane too; these run them through generate
+# and the guard)
+_SLOW = pytest.mark.slow  # the fast lane runs three through generate; every one in `make test-all`
 LAYOUT_ATTACKS = [
     ("json", "quoted key", "namespace", False, False),
-    ("flow", "merge", "namespace", False, False),
-    ("indent 4", "complex key", "name", False, False),
-    ("kind first", "binary hook", "namespace", False, False),
-    ("kustomize", "str tag", "namespace", False, False),
-    ("comments first", "items after break", "namespace", False, False),
-    ("document end", "continued", "name", False, False),
-    ("helm", "spaced key", "namespace", True, False),
+    pytest.param("flow", "merge", "namespace", False, False, marks=_SLOW),
+    pytest.param("indent 4", "complex key", "name", False, False, marks=_SLOW),
+    pytest.param("kind first", "binary hook", "namespace", False, False, marks=_SLOW),
+    pytest.param("kustomize", "str tag", "namespace", False, False, marks=_SLOW),
+    pytest.param("comments first", "items after break", "namespace", False, False, marks=_SLOW),
+    pytest.param("document end", "continued", "name", False, False, marks=_SLOW),
+    pytest.param("helm", "spaced key", "namespace", True, False, marks=_SLOW),
     ("helm", "meta: 5", "namespace", False, True),
     ("kustomize", "top: 9", "name", True, True),
 ]

@@ -108,6 +108,7 @@ def oom_kills(group: Path) -> int:
     return 0
 
 
+@pytest.mark.slow  # the fast lane's sibling: test_two_heavy_renders_under_a_declared_limit
 def test_two_heavy_renders_in_a_1gib_container_are_refused_not_killed(
     tmp_path: Path, container: Path
 ) -> None:
