@@ -22,7 +22,7 @@ import re
 from bisect import bisect_right
 from typing import Any, NamedTuple
 
-from cmp_plugin.scan_docs import _crd_spec, _flow_identity
+from cmp_plugin.scan_docs import _crd_spec, _flow_identities
 from cmp_plugin.scan_rules import (
     _EMPTY,
     _HIDING,
@@ -326,6 +326,9 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     sources: dict[int, str] = {}
     for m in _SOURCE.finditer(nl):
         sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
+    # documents in flow style or JSON (odd for the line passes): read together
+    flowing = sorted(odd - argo - listed)
+    flows = dict(zip(flowing, _flow_identities([chunks[i][1] for i in flowing]), strict=True))
     docs: list[Doc] = []
     for i, (line, chunk) in enumerate(chunks):
         if i in argo:
@@ -338,7 +341,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
                 continue
             fast = None
         elif i in odd:
-            fast = _flow_identity(chunk)
+            fast = flows[i]
         else:
             if i in indent:
                 fast = _identity2(tops[i], children.get(i, {}))

@@ -11,6 +11,7 @@ read without parsing any document, CRDs included.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from cmp_plugin.scan import _parsed, _scan_general, _scan_helm, keys_of, scan_stream
+from cmp_plugin.scan_docs import _FLOW_PLAIN, _flow_identities, _flow_identity, _quote_plain
 from cmp_plugin.target import target
 from driftguard.errors import ManifestError
 from driftguard.manifests import DEFAULT_LIMITS, cluster_scoped_kinds, load_stream, resource_key
@@ -631,3 +633,60 @@ def test_every_attack_in_every_layout_is_read_as_the_full_parser_reads_it(
     assert _reading(got) == _reading(expected)
     want, have = target(expected, destination_namespace="apps"), target(got, destination_namespace="apps")
     assert (have.keys, have.kept, have.left_out) == (want.keys, want.kept, want.left_out)
+
+
+# --- many flow documents read at once: the same answers as one by one ---------------------------
+# scan_docs._flow_identities quotes the plain scalars of all flow documents in a few str.replace
+# passes; _flow_identity (one document, a regular expression per scalar) is its reference.
+
+PLAIN_ALPHABET = [*"ab1-./:, \n\r{}[]", "\x0c", "\xa0", "\u2028", "é", "\x01", ": ", ", ", "a b", "::"]
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PLAIN_ALPHABET), max_size=12).map("".join), min_size=1, max_size=4))
+def test_fast_quoting_is_the_regular_expressions_or_no_json(parts: list[str]) -> None:
+    # where the fast quoting answers, it is _FLOW_PLAIN's quoting, or differs by a plain scalar
+    # with blanks in it ("a b") split in two: two quoted strings in a row, which no JSON decodes
+    fast = _quote_plain(parts)
+    assert fast == [_quote_plain([p])[0] for p in parts]  # joined or one by one: the same
+    for p, q in zip(parts, fast, strict=True):
+        if q is not None and q != '"'.join(_FLOW_PLAIN.split(p)):
+            assert re.search(r'"[ \n\r]+"', q), (p, q)
+
+
+FLOW_ODD = st.sampled_from(
+    [
+        "",
+        "",
+        ", note: a b",
+        ", note: :a",
+        ", note: a:{b: c}",
+        ", note: [a:, b]",
+        ", 'q': x",
+        ', "q": "x"',
+        ", note: 'it''s'",
+        ", note: \xa0x",
+        ", note: x\x0cy",
+        ", k: {a: b, c: [d, e]}",
+        ", items: []",
+        ", kind: Secret",
+        ", note: 'a' b",
+        ", note: [[[[x]]]]",
+        ", note: x\n  y",
+    ]
+)
+
+
+@st.composite
+def flow_chunk(draw: Any) -> str:
+    doc = flow(draw(resource()), draw(st.booleans()), draw(st.booleans()))
+    odd = draw(FLOW_ODD)
+    if odd:
+        doc = doc.rstrip("\n")[:-1] + odd + "}\n"
+    return draw(st.sampled_from(["---\n", "---\n# Source: t.yaml\n", ""])) + doc
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(flow_chunk(), min_size=1, max_size=6))
+def test_flow_documents_read_together_as_one_by_one(chunks: list[str]) -> None:
+    assert _flow_identities(chunks) == [_flow_identity(c) for c in chunks]
