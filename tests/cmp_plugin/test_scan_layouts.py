@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from cmp_plugin.scan import _parsed, _scan_general, _scan_helm, keys_of, scan_stream
 from cmp_plugin.scan_docs import _FLOW_PLAIN, _flow_identities, _flow_identity, _quote_plain
+from cmp_plugin.scan_scalars import _quote_lines, _quote_lines_each
 from cmp_plugin.target import target
 from driftguard.errors import ManifestError
 from driftguard.manifests import DEFAULT_LIMITS, cluster_scoped_kinds, load_stream, resource_key
@@ -690,3 +691,40 @@ def flow_chunk(draw: Any) -> str:
 @given(st.lists(flow_chunk(), min_size=1, max_size=6))
 def test_flow_documents_read_together_as_one_by_one(chunks: list[str]) -> None:
     assert _flow_identities(chunks) == [_flow_identity(c) for c in chunks]
+
+
+# --- lines that may start a multi-line scalar: stepped over in C as line by line -----------------
+LINE_ATOMS = [
+    "\n",
+    "\n",
+    "  ",
+    "a: ",
+    "- ",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "&",
+    "!",
+    "x",
+    ",",
+    "#",
+    "\r",
+    "\\",
+]
+LINE_ATOMS += ["b: {c: d}", "e: 'f'", ' "g"', "h: [{i: 1}, j]", "k: [", "\n- {l: m}"]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.sampled_from(LINE_ATOMS), max_size=16).map("".join), st.data())
+def test_quote_lines_are_the_line_by_line_ones(body: str, data: Any) -> None:
+    nl = "\n" + body
+    spans = None
+    if data.draw(st.booleans()):  # whole lines, as _multiline_flow_scalars passes them
+        starts = [i for i, c in enumerate(nl) if c == "\n"] + [len(nl)]
+        cut = sorted(data.draw(st.sets(st.sampled_from(starts), min_size=1, max_size=5)))
+        spans = [(cut[i], cut[i + 1]) for i in range(0, len(cut) - 1, 2)]
+    fast = [(m.start(), m.end()) for m in _quote_lines(nl, spans)]
+    assert fast == [(m.start(), m.end()) for m in _quote_lines_each(nl, spans)]
