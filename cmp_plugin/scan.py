@@ -29,7 +29,6 @@ from cmp_plugin.scan_rules import (
     _children,
     _hidden,
     _hook_or_escape,
-    _hook_or_items,
     _identity,
     _in_metadata,
     may_decide_kept,
@@ -182,46 +181,86 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
                 return None
     if len(_IDENTITY_TOP.findall(nl)) != 3 * n:
         return None  # some document repeats apiVersion, kind or metadata (or hides one in a scalar)
+    # every head's groups read at once: (src, api, kind, kind2, api2, ind, name, ns)
+    groups = [m.groups() for m in heads]
+    spans = [m.span() for m in heads]
     lines: dict[str, int] = {}  # name and namespace lines the heads read, by indentation
-    for m in heads:
-        ind = m.group("ind")
-        lines[ind] = lines.get(ind, 0) + (1 if m.group("ns") is None else 2)
-    for ind, read in lines.items():
-        if len(_IDENTITY_CHILD[ind].findall(nl)) != read:
-            return None  # a name/namespace/generateName line the heads did not account for
-    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group("src") is not None):
-        return None
-    for m in heads:
-        k = len(m.group("ind"))  # metadata's children: two or four spaces in
-        if _HEAD_CONTINUED[k].match(nl, m.end()):
+    sources = 0
+    odd = {k: _children(k)[1] for k in (2, 4)}
+    for (src, _, _, _, _, ind, _, ns), (_, stop) in zip(groups, spans, strict=True):
+        lines[ind] = lines.get(ind, 0) + (1 if ns is None else 2)
+        if src is not None:
+            sources += 1
+        k = len(ind)  # metadata's children: two or four spaces in
+        if _HEAD_CONTINUED[k].match(nl, stop):
             return None  # the head's last value continued on a deeper line: tier 2 parses it
         # the rest of metadata (after the head's name/namespace line): every line at metadata's
         # indent a plain ``key:`` (or ``- item``), none less indented. A quoted, explicit (``?``),
         # merge (``<<``) or spaced (``namespace  :``) key there may be a second name or namespace
         # Go reads last.
-        nxt = _NEXT_TOP.search(nl, m.end() - 1)
-        if _children(k)[1].search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
+        nxt = _NEXT_TOP.search(nl, stop - 1)
+        if odd[k].search(nl, stop - 1, nxt.start() + 1 if nxt else len(nl)):
             return None
+    for ind, read in lines.items():
+        if len(_IDENTITY_CHILD[ind].findall(nl)) != read:
+            return None  # a name/namespace/generateName line the heads did not account for
+    if nl.count("\n# Source: ") != sources:
+        return None
+    starts = [at for at, _ in spans]  # in nl: the newline before each "---", i.e. its offset in text
+    if any(c in text for c in _HIDING):
+        decided = {i for i in range(n) if may_decide_kept(text, starts[i], _end(starts, i, text))}
+    else:
+        decided = _hook_or_items_in(text, starts)
     docs: list[Doc] = []
     append = docs.append
     count = text.count
-    decides = may_decide_kept if any(c in text for c in _HIDING) else _hook_or_items
+    new = tuple.__new__  # Doc(...) without namedtuple's Python __new__: a tenth of this tier
     line, prev = 1, 0
-    for i, m in enumerate(heads):
-        at = m.start()  # in nl: the newline before this document's "---", i.e. its offset in text
+    for i, (src, api, kind, kind2, api2, _, name, ns) in enumerate(groups):
+        at = starts[i]
         line += count("\n", prev, at)
         prev = at
-        src, name, namespace = m.group("src", "name", "ns")
-        api, kind = m.group("api") or m.group("api2"), m.group("kind") or m.group("kind2")
-        src = src.strip(" \t\r") if src is not None else None
-        end = heads[i + 1].start() if i + 1 < n else len(text)
-        if kind.endswith("List") or kind == "CustomResourceDefinition" or decides(text, at, end):
+        api, kind = api or api2, kind or kind2
+        if kind.endswith("List") or kind == "CustomResourceDefinition" or i in decided:
             # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
             # possible hook annotation or top-level ``items`` key parsed (cmp_plugin/target.py)
-            docs += _scan_general(text[at:end], source=source, limits=limits, first_line=line)
+            docs += _scan_general(
+                text[at : _end(starts, i, text)], source=source, limits=limits, first_line=line
+            )
         else:
-            append(Doc(api, kind, name, namespace or "", src or source, line))  # named: the head has name:
+            src = src.strip(" \t\r") if src is not None else None
+            # named: the head has name:
+            append(new(Doc, (api, kind, name, ns or "", src or source, line, None, None, True)))
     return docs
+
+
+def _end(starts: list[int], i: int, text: str) -> int:
+    return starts[i + 1] if i + 1 < len(starts) else len(text)
+
+
+def _hook_or_items_in(text: str, starts: list[int]) -> set[int]:
+    """The documents (starting at ``starts`` in ``text``) for which ``_hook_or_items`` holds, found by
+    a few ``str.find`` loops over the whole stream rather than a call per document.
+
+    Each document starts with its "---" line, so ``items:`` never starts one; an occurrence counts
+    for the document that holds all of it, as ``str.find(sub, start, end)`` counts it.
+    """
+    found: set[int] = set()
+    for sub in ("/hook", "\nitems:"):
+        at = text.find(sub)
+        while at >= 0:
+            i = bisect_right(starts, at) - 1
+            if i >= 0 and at + len(sub) <= _end(starts, i, text):
+                found.add(i)
+            at = text.find(sub, at + 1)
+    at = text.find("\\")
+    while at >= 0:  # an escape, in a document with a double quote
+        i = bisect_right(starts, at) - 1
+        end = _end(starts, i, text)
+        if i >= 0 and text.find('"', starts[i], end) >= 0:
+            found.add(i)
+        at = text.find("\\", end)
+    return found
 
 
 def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1) -> list[Doc]:
@@ -337,7 +376,8 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
             items = None if i in odd else _list_items(text, tops[i], ends[i], limits=limits)
             if items is not None:
                 src = sources.get(i, source)
-                docs += [d._replace(source=src, line=line) for d in items]
+                new = tuple.__new__  # d._replace(source=src, line=line), without its Python layers
+                docs += [new(Doc, (d[0], d[1], d[2], d[3], src, line, d[6], d[7], d[8])) for d in items]
                 continue
             fast = None
         elif i in odd:

@@ -178,18 +178,31 @@ def _flow_identities(chunks: list[str]) -> list[Any]:
     """
     out: list[Any] = [None] * len(chunks)
     todo: list[tuple[int, list[str], list[str]]] = []
+    _decoders()
+    strict = _JSON.scan_once
     for i, chunk in enumerate(chunks):
         body = _flow_body(chunk)
-        split = None if body is None or _json_first(body) else _flow_quoted(body)
+        if body is not None and _json_first(body):
+            try:  # JSONDecoder.decode without its Python layers (the body starts with "{")
+                obj, end = strict(body, 0)
+                if body[end:].strip(" \t\n\r"):
+                    raise ValueError("extra data")
+            except (ValueError, StopIteration):
+                out[i] = _flow_identity(chunk)  # flow YAML after all: the reference reads it
+            except RecursionError:
+                pass  # None, as _flow_identity answers
+            else:
+                out[i] = _flow_read(obj, False)
+            continue
+        split = None if body is None else _flow_quoted(body)
         if split is None:
-            out[i] = _flow_identity(chunk)  # JSON, or an answer the reference words
+            out[i] = _flow_identity(chunk)  # an answer the reference words
         else:
             todo.append((i, *split))
     if not todo:
         return out
     parts = [p for _, outside, _ in todo for p in outside]
     plain = _quote_plain(parts)
-    _decoders()
     scan = _JSON_LAX.scan_once
     at = 0
     for i, outside, quoted in todo:

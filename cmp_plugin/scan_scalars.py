@@ -135,8 +135,9 @@ def _quote_lines_each(nl: str, spans: list[tuple[int, int]] | None = None) -> li
 # finds nothing there, so it is not asked (``labels: {app: web}``, ``ports: [{port: 80}]``)
 _F0 = r"[^{}\[\]\n\"'#]"
 _F1 = rf"\{{{_F0}*+\}}|\[{_F0}*+\]"
-_F2 = rf"\{{(?:{_F0}|{_F1})*+\}}|\[(?:{_F0}|{_F1})*+\]"
-_F3 = rf"\{{(?:{_F0}|{_F2})*+\}}|\[(?:{_F0}|{_F2})*+\]"
+# (runs of _F0 taken whole: one character-set loop, not an alternation per character)
+_F2 = rf"\{{(?:{_F0}++|{_F1})*+\}}|\[(?:{_F0}++|{_F1})*+\]"
+_F3 = rf"\{{(?:{_F0}++|{_F2})*+\}}|\[(?:{_F0}++|{_F2})*+\]"
 _CLOSED_LINE = re.compile(
     rf"\n *+(?:- ++)*+(?:[A-Za-z0-9_./-]++:[ \t]++)?(?:{_F3}|\"[^\"\\\n]*+\"|'[^'\n]*+')[ \t]*+\r?+(?=\n|$)"
 )
