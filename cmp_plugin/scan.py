@@ -28,7 +28,6 @@ from cmp_plugin.scan_rules import (
     _HIDING,
     _children,
     _hidden,
-    _hook_or_escape,
     _identity,
     _in_metadata,
     may_decide_kept,
@@ -210,7 +209,8 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
     if any(c in text for c in _HIDING):
         decided = {i for i in range(n) if may_decide_kept(text, starts[i], _end(starts, i, text))}
     else:
-        decided = _hook_or_items_in(text, starts)
+        # each document starts with its "---" line: ``items:`` never starts one
+        decided = _holding(text, starts, ("/hook", "\nitems:"))
     docs: list[Doc] = []
     append = docs.append
     count = text.count
@@ -238,15 +238,16 @@ def _end(starts: list[int], i: int, text: str) -> int:
     return starts[i + 1] if i + 1 < len(starts) else len(text)
 
 
-def _hook_or_items_in(text: str, starts: list[int]) -> set[int]:
-    """The documents (starting at ``starts`` in ``text``) for which ``_hook_or_items`` holds, found by
-    a few ``str.find`` loops over the whole stream rather than a call per document.
+def _holding(text: str, starts: list[int], subs: tuple[str, ...]) -> set[int]:
+    """The documents (starting at ``starts`` in ``text``) holding one of ``subs``, or an escape
+    and a double quote: ``_hook_or_items`` / ``_hook_or_escape`` of each, found by a few
+    ``str.find`` loops over the whole stream rather than a call per document.
 
-    Each document starts with its "---" line, so ``items:`` never starts one; an occurrence counts
-    for the document that holds all of it, as ``str.find(sub, start, end)`` counts it.
+    An occurrence counts for the document that holds all of it, as ``str.find(sub, start, end)``
+    counts it.
     """
     found: set[int] = set()
-    for sub in ("/hook", "\nitems:"):
+    for sub in subs:
         at = text.find(sub)
         while at >= 0:
             i = bisect_right(starts, at) - 1
@@ -306,7 +307,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     # parsed, never read by the flow or List readers: a hook key or an escape (``_hook_or_escape``),
     # an identity value continued on a deeper line, a tag or a line break other than LF
     # (``may_decide_kept``: go-yaml reads what a line scanner does not)
-    argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
+    argo = _holding(text, offsets, ("/hook",))  # _hook_or_escape of each document
     argo |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
     if any(c in text for c in _HIDING):
         argo |= {i for i, (_, chunk) in enumerate(chunks) if _hidden(chunk, 0, len(chunk))}
@@ -369,6 +370,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     flowing = sorted(odd - argo - listed)
     flows = dict(zip(flowing, _flow_identities([chunks[i][1] for i in flowing]), strict=True))
     docs: list[Doc] = []
+    new = tuple.__new__  # Doc(...) without namedtuple's Python __new__
     for i, (line, chunk) in enumerate(chunks):
         if i in argo:
             fast = None
@@ -376,7 +378,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
             items = None if i in odd else _list_items(text, tops[i], ends[i], limits=limits)
             if items is not None:
                 src = sources.get(i, source)
-                new = tuple.__new__  # d._replace(source=src, line=line), without its Python layers
+                # d._replace(source=src, line=line), without its Python layers
                 docs += [new(Doc, (d[0], d[1], d[2], d[3], src, line, d[6], d[7], d[8])) for d in items]
                 continue
             fast = None
@@ -396,7 +398,10 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
             docs += _parsed(chunk, source=sources.get(i, source), where=source, line=line, limits=limits)
         elif fast is not _EMPTY:
             docs.append(
-                Doc(fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, crd, fast[4])
+                new(
+                    Doc,
+                    (fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, crd, fast[4]),
+                )
             )
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)

@@ -16,6 +16,8 @@ from cmp_plugin.scan_text import (
     _DOC_END,
     _FIRST_CHILD,
     _NEXT_TOP,
+    _PLAIN_WORD,
+    _YAML_WORDS,
     _scalar,
 )
 
@@ -299,9 +301,11 @@ def _json_first(body: str) -> bool:
 def _flow_quoted(body: str) -> tuple[list[str], list[str]] | None:
     """The text between quoted scalars, and each quoted scalar as a marked JSON string; None when
     a quote or anything outside them is the parser's."""
+    at = _QUOTE_CHAR.search(body)
+    if at is None:  # no quoted scalar: the body is all outside
+        return None if _FLOW_UNSURE.search(body) else ([body], [])
     outside, quoted = [], []  # every quoted scalar marked, the text between them apart
     pos = 0
-    at = _QUOTE_CHAR.search(body)
     while at is not None:
         start = at.start()
         before = body[pos:start].rstrip(" \r\n")
@@ -332,18 +336,14 @@ def _flow_read(obj: Any, plain: bool, marked: bool = True) -> Any:
     if meta is None:
         return None
     found = []
-    for value in (top.get("apiVersion"), top.get("kind"), meta.get("name"), meta.get("generateName")):
+    get = meta.get
+    for value in (top.get("apiVersion"), top.get("kind"), get("name"), get("generateName"), get("namespace")):
         if value is not None:
             value = _flow_string(value, plain)
             if value is None:
                 return None
         found.append(value)
-    api, kind, name, generate = found
-    namespace = meta.get("namespace")
-    if namespace is not None:
-        namespace = _flow_string(namespace, plain)
-        if namespace is None:
-            return None
+    api, kind, name, generate, namespace = found
     if not api or not kind or not (name or generate) or kind == "CustomResourceDefinition":
         return None  # an error for the parser to word, or a CRD whose scope it reads
     return api, kind, name or generate, namespace or "", bool(name)
@@ -367,4 +367,6 @@ def _flow_string(value: Any, plain: bool) -> str | None:
         return value
     if value[:1] == _QUOTED_MARK:
         return value[1:]
+    if _PLAIN_WORD.fullmatch(value) and value not in _YAML_WORDS:
+        return value  # _scalar's common case, without the call
     return value if _scalar(value) == value else None

@@ -18,12 +18,19 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.scan import _parsed, _scan_general, _scan_helm, keys_of, scan_stream
+from cmp_plugin.scan import _holding, _parsed, _scan_general, _scan_helm, keys_of, scan_stream
 from cmp_plugin.scan_docs import _FLOW_PLAIN, _flow_identities, _flow_identity, _quote_plain
+from cmp_plugin.scan_rules import _hook_or_escape, _hook_or_items
 from cmp_plugin.scan_scalars import _quote_lines, _quote_lines_each
 from cmp_plugin.target import target
 from driftguard.errors import ManifestError
-from driftguard.manifests import DEFAULT_LIMITS, cluster_scoped_kinds, load_stream, resource_key
+from driftguard.manifests import (
+    DEFAULT_LIMITS,
+    cluster_scoped_kinds,
+    load_stream,
+    resource_key,
+    split_documents,
+)
 from tests.helpers import examples
 
 PLAIN_NAMES = ["web", "system:metrics-server", "system:auth-delegator", "a.b-c", "2048-game", "=", "x"]
@@ -728,3 +735,35 @@ def test_quote_lines_are_the_line_by_line_ones(body: str, data: Any) -> None:
         spans = [(cut[i], cut[i + 1]) for i in range(0, len(cut) - 1, 2)]
     fast = [(m.start(), m.end()) for m in _quote_lines(nl, spans)]
     assert fast == [(m.start(), m.end()) for m in _quote_lines_each(nl, spans)]
+
+
+# --- what decides a document's reading, found over the whole stream: as document by document ----
+HOLD_ATOMS = ["a: b\n", "/hook", "/ho", "ok", "\\", '"', "\nitems:", "items:", "\n", "x"]
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(HOLD_ATOMS), max_size=6).map("".join), min_size=1, max_size=5),
+    st.booleans(),
+)
+def test_documents_holding_a_hook_or_escape_are_found_as_one_by_one(bodies: list[str], bare: bool) -> None:
+    text = "".join("---\n" + b + "\n" for b in bodies)
+    if bare:  # tier 2: the first document without its "---" (tier 1 reads none such)
+        text = text[4:]
+    starts = [at for at, _ in _doc_spans(text)]
+    chunks = [chunk for _, chunk in split_documents(text)]
+    ends = [*starts[1:], len(text)]
+    assert _holding(text, starts, ("/hook",)) == {i for i, c in enumerate(chunks) if _hook_or_escape(c)}
+    if bare:
+        return
+    assert _holding(text, starts, ("/hook", "\nitems:")) == {
+        i for i, (lo, hi) in enumerate(zip(starts, ends, strict=True)) if _hook_or_items(text, lo, hi)
+    }
+
+
+def _doc_spans(text: str) -> list[tuple[int, int]]:
+    out, at = [], 0
+    for _, chunk in split_documents(text):
+        out.append((at, at + len(chunk)))
+        at += len(chunk)
+    return out
