@@ -208,16 +208,22 @@ def _flow_identities(chunks: list[str]) -> list[Any]:
     scan = _JSON_LAX.scan_once
     at = 0
     for i, outside, quoted in todo:
-        n = len(outside)
-        mine = plain[at : at + n]
-        at += n
-        if None in mine:
-            out[i] = _flow_identity(chunks[i])
-            continue
-        pieces = cast("list[str]", mine)
         if quoted:
-            pieces = [x for k, scalar in enumerate(quoted) for x in (pieces[k], scalar)] + [pieces[-1]]
-        text = "".join(pieces)
+            n = len(outside)
+            mine = plain[at : at + n]
+            at += n
+            if None in mine:
+                out[i] = _flow_identity(chunks[i])
+                continue
+            pieces = cast("list[str]", mine)
+            text = "".join([x for k, scalar in enumerate(quoted) for x in (pieces[k], scalar)] + [pieces[-1]])
+        else:  # one part: the whole body
+            one = plain[at]
+            at += 1
+            if one is None:
+                out[i] = _flow_identity(chunks[i])
+                continue
+            text = one
         try:
             obj, end = scan(text, 0)  # what JSONDecoder.decode does, without its Python layers
             if text[end:].strip(" \t\n\r"):
@@ -295,15 +301,20 @@ def _flow_body(chunk: str) -> str | None:
 
 def _json_first(body: str) -> bool:
     """Whether the mapping's first key is quoted (or it is empty): JSON is tried first."""
-    return body[1:].lstrip(" \t\r\n")[:1] in ('"', "}")
+    return _JSON_FIRST.match(body) is not None
+
+
+# after the body's first character ("{", _FLOW_HEAD), its first token: a quoted key or the end
+_JSON_FIRST = re.compile(r"(?s:.)[ \t\r\n]*+[\"}]")
 
 
 def _flow_quoted(body: str) -> tuple[list[str], list[str]] | None:
     """The text between quoted scalars, and each quoted scalar as a marked JSON string; None when
     a quote or anything outside them is the parser's."""
-    at = _QUOTE_CHAR.search(body)
-    if at is None:  # no quoted scalar: the body is all outside
-        return None if _FLOW_UNSURE.search(body) else ([body], [])
+    odd = _FLOW_UNSURE.search(body)  # quotes are among its characters
+    if odd is None:  # no quoted scalar, nothing unsure: the body is all outside
+        return [body], []
+    at = _QUOTE_CHAR.search(body, odd.start())
     outside, quoted = [], []  # every quoted scalar marked, the text between them apart
     pos = 0
     while at is not None:
