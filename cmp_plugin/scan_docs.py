@@ -217,6 +217,10 @@ def _flow_identities(chunks: list[str]) -> list[Any]:
                 continue
             pieces = cast("list[str]", mine)
             text = "".join([x for k, scalar in enumerate(quoted) for x in (pieces[k], scalar)] + [pieces[-1]])
+            # a mark in a key: a quoted scalar a ":" follows (a key in JSON), or one in plain text
+            marked = any(_KEYED.match(pieces[k + 1]) for k in range(len(quoted))) or any(
+                _QUOTED_MARK in x for x in pieces
+            )
         else:  # one part: the whole body
             one = plain[at]
             at += 1
@@ -224,6 +228,7 @@ def _flow_identities(chunks: list[str]) -> list[Any]:
                 out[i] = _flow_identity(chunks[i])
                 continue
             text = one
+            marked = _QUOTED_MARK in one
         try:
             obj, end = scan(text, 0)  # what JSONDecoder.decode does, without its Python layers
             if text[end:].strip(" \t\n\r"):
@@ -231,7 +236,7 @@ def _flow_identities(chunks: list[str]) -> list[Any]:
         except (ValueError, StopIteration, RecursionError):
             out[i] = _flow_identity(chunks[i])  # "a b": one plain scalar the fast quoting split
             continue
-        out[i] = _flow_read(obj, True, _QUOTED_MARK in text)
+        out[i] = _flow_read(obj, True, marked)
     return out
 
 
@@ -240,6 +245,7 @@ def _flow_identities(chunks: list[str]) -> list[Any]:
 # "a b" (one scalar; quoted as two, which no JSON decodes), a ":" that starts a run (":a"), a ":"
 # before a flow indicator, and blanks other than " ", "\n", "\r" (Unicode's): those are not
 # quoted fast
+_KEYED = re.compile(r"[ \t\n\r]*+:")
 _COLON_ON = re.compile(r":(?![\s\x00]|\Z)")
 _OTHER_BLANKS = re.compile(r"[^\S \n\r]")
 _NOT_AFTER = frozenset(" \n\r{}[],\x00")
