@@ -101,6 +101,8 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
     if len(text) > limits.max_bytes:
         raise LimitExceeded(f"{len(text)} bytes is over the limit of {limits.max_bytes}", source=source)
     docs = _scan_helm(text, source=source, limits=limits)
+    if docs is None:
+        docs = _scan_flow(text, source=source, limits=limits)
     return docs if docs is not None else _scan_general(text, source=source, limits=limits)
 
 
@@ -262,6 +264,58 @@ def _holding(text: str, starts: list[int], subs: tuple[str, ...]) -> set[int]:
             found.add(i)
         at = text.find("\\", end)
     return found
+
+
+# a document that is one flow mapping from column 0: its marker, comment and blank lines, then "{"
+_FLOW_START = re.compile(r"(?:---[ \t]*+(?:#[^\n]*+)?\r?\n)?(?:[ \t]*+(?:#[^\n]*+)?\r?\n)*+(?=\{)")
+_ITEMS_TOP = re.compile(r"\nitems:")
+
+
+def _scan_flow(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
+    """Tier 1.5: a stream whose every document is one flow mapping (or JSON) from column 0, read by
+    ``_flow_identities`` without tier 2's line passes; None when unsure.
+
+    Tier 2 reads such a stream the same way (each "{" line is an odd column-0 line, so each
+    document goes to the flow reader) unless a document may hold a hook or an escape, an identity
+    value continued on a deeper line, a tag or a line break other than LF, or a column-0 ``items:``
+    line: then None, and tier 2 decides.
+    """
+    if _FLOW_START.match(text) is None or any(c in text for c in _HIDING):
+        return None
+    nl = "\n" + text
+    if _ITEMS_TOP.search(nl) or _CONTINUED.search(nl):
+        return None
+    chunks = list(split_documents(text))
+    offsets: list[int] = []
+    pos = 0
+    match = _FLOW_START.match
+    for _, chunk in chunks:
+        if match(chunk) is None:
+            return None
+        offsets.append(pos)
+        pos += len(chunk)
+    if _holding(text, offsets, ("/hook",)):
+        return None
+    sources: dict[int, str] = {}
+    for m in _SOURCE.finditer(nl):
+        sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
+    docs: list[Doc] = []
+    new = tuple.__new__
+    for i, ((line, chunk), fast) in enumerate(
+        zip(chunks, _flow_identities([c for _, c in chunks]), strict=True)
+    ):
+        if fast is None:
+            docs += _parsed(chunk, source=sources.get(i, source), where=source, line=line, limits=limits)
+        else:  # never a CRD: the flow reader leaves those to the parser
+            docs.append(
+                new(
+                    Doc,
+                    (fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, None, fast[4]),
+                )
+            )
+        if len(docs) > limits.max_documents:
+            raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
+    return docs
 
 
 def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1) -> list[Doc]:

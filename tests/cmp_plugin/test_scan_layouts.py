@@ -18,7 +18,15 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.scan import _holding, _parsed, _scan_general, _scan_helm, keys_of, scan_stream
+from cmp_plugin.scan import (
+    _holding,
+    _parsed,
+    _scan_flow,
+    _scan_general,
+    _scan_helm,
+    keys_of,
+    scan_stream,
+)
 from cmp_plugin.scan_docs import _FLOW_PLAIN, _flow_identities, _flow_identity, _quote_plain
 from cmp_plugin.scan_rules import _hook_or_escape, _hook_or_items
 from cmp_plugin.scan_scalars import _quote_lines, _quote_lines_each
@@ -389,7 +397,7 @@ def test_any_stream_layout_is_read_as_the_full_parser_reads_it(
     assert [(d.api_version, d.kind, d.name, d.namespace, d.named) for d in got] == [
         (d.api_version, d.kind, d.name, d.namespace, d.named) for d in expected
     ]
-    for tier in (_scan_helm, _scan_general):  # each tier on its own, where it answers
+    for tier in (_scan_helm, _scan_flow, _scan_general):  # each tier on its own, where it answers
         alone = tier(text, source="<render>", limits=DEFAULT_LIMITS)
         if alone is not None:
             assert [(d.api_version, d.kind, d.name, d.namespace) for d in alone] == [
@@ -417,6 +425,8 @@ def test_big_render_layouts_are_read_without_parsing_any_document(layout: str) -
     # that made a 3,200-resource render 2-3x bare helm), and the reading is the parser's
     text = LAYOUT_STREAMS[layout] * 3
     docs = scan_stream(text)
+    if layout in ("flow", "json"):  # tier 1.5 reads them, as tier 2 does
+        assert _scan_flow(text, source="<render>", limits=DEFAULT_LIMITS) == docs
     assert docs and all(d.obj is None for d in docs), [d.kind for d in docs if d.obj is not None]
     expected = _parsed(text, source="<render>", where="<render>", line=1, limits=DEFAULT_LIMITS)
     assert [(d.api_version, d.kind, d.name, d.namespace) for d in docs] == [
@@ -767,3 +777,23 @@ def _doc_spans(text: str) -> list[tuple[int, int]]:
         out.append((at, at + len(chunk)))
         at += len(chunk)
     return out
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(flow_chunk(), min_size=1, max_size=5), st.booleans())
+def test_a_flow_stream_reads_in_tier_1_5_as_in_tier_2(chunks: list[str], crlf: bool) -> None:
+    # where tier 1.5 answers (every document one flow mapping from column 0), it is tier 2's
+    # answer, the parser's refusals included
+    text = "".join(c if i == 0 or c.startswith("---") else "---\n" + c for i, c in enumerate(chunks))
+    if crlf:
+        text = text.replace("\n", "\r\n")
+
+    def read(tier: Any) -> Any:
+        try:
+            return tier(text, source="<render>", limits=DEFAULT_LIMITS)
+        except ManifestError as e:
+            return str(e)
+
+    got = read(_scan_flow)
+    if got is not None:
+        assert got == read(_scan_general)
