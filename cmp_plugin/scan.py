@@ -8,12 +8,17 @@ the plugin passes the render through unchanged. Three tiers, each only where it 
    anything that could change an identity by whole-stream counts (exactly one apiVersion, kind and
    metadata line per document, no other name/namespace line at metadata's indent, no tabs, no odd
    column-0 line). Any doubt and the whole stream goes to tier 2. 3,200 resources: ~10 ms.
-2. ``_scan_general``: a line scanner for any plain block-style stream (kustomize's key order too).
-3. Every document tier 2 cannot read with certainty (flow style, anchors, tags, block scalars,
-   quoting with escapes, ``*List`` kinds, CRDs, anything odd) goes through the full safe parser.
+1.5 ``_scan_flow``: a stream whose every document is one flow mapping (or JSON) from column 0,
+   read by the flow reader (``scan_docs._flow_identities``, all documents at once) without
+   tier 2's line passes, where tier 2 would read it the same way.
+2. ``_scan_general``: a line scanner for any plain block-style stream (kustomize's key order too);
+   documents in flow style or JSON go to the flow reader, a List's items are scanned as a stream.
+3. Every document tier 2 cannot read with certainty (anchors, tags, block scalars, quoting with
+   escapes, hooks, anything odd) goes through the full safe parser.
 
 Argo CD parses the stream itself afterwards, so invalid YAML still fails there rather than being
-synced. A property test holds tiers 1 and 2 to the parser's answers.
+synced. Property tests hold every tier to the parser's answers, tier 1.5 to tier 2's, and each
+batched reading (flow documents, closed flow lines, hook documents) to its one-by-one reference.
 """
 
 from __future__ import annotations
