@@ -173,6 +173,8 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         marked = _scan_helm("---\n" + text, source=source, limits=limits)
         return None if marked is None else [d._replace(line=max(1, d.line - 1)) for d in marked]
     nl = "\n" + text
+    if _HELM_HEAD.match(nl) is None:
+        return None  # the first document is not in helm's layout (finditer's first match is not at 0)
     heads = list(_HELM_HEAD.finditer(nl))
     n = len(heads)
     if n == 0 or n > limits.max_documents or heads[0].start() != 0:

@@ -346,6 +346,34 @@ def _flow_read(obj: Any, plain: bool, marked: bool = True) -> Any:
     when no key can hold a quoted scalar's mark (the text has none), so none is renamed."""
     if type(obj) is not dict:
         return None
+    if plain and not marked:  # the common case, without the calls: as below
+        meta = obj.get("metadata")
+        if "items" in obj or type(meta) is not dict:
+            return None
+        found = []
+        get = meta.get
+        for value in (
+            obj.get("apiVersion"),
+            obj.get("kind"),
+            get("name"),
+            get("generateName"),
+            get("namespace"),
+        ):
+            if value is not None:
+                if type(value) is not str:
+                    return None
+                if value[:1] == _QUOTED_MARK:
+                    value = value[1:]
+                elif (
+                    not (_PLAIN_WORD.fullmatch(value) and value not in _YAML_WORDS)
+                    and _scalar(value) != value
+                ):
+                    return None
+            found.append(value)
+        api, kind, name, generate, namespace = found
+        if not api or not kind or not (name or generate) or kind == "CustomResourceDefinition":
+            return None
+        return api, kind, name or generate, namespace or "", bool(name)
     top = _flow_keys(obj, plain and marked)
     if top is None or "items" in top:
         return None
