@@ -256,8 +256,9 @@ def _quote_plain(parts: list[str]) -> list[str | None]:
 
     Every blank, line break and flow indicator ``d`` becomes ``"d"``, so each run between them is
     quoted, with ``""`` around each empty one; a run's last ":" (a mapping's ":" before a blank or
-    an indicator) is moved out of its quotes, the empty quotes dropped. Over all parts joined by
-    NUL, a run's edge too: each pass is a ``str.replace`` (C), none a match per scalar.
+    an indicator) is moved out of its quotes, the empty quotes dropped. The parts are joined by
+    NUL, itself wrapped like an indicator, so each pass (a ``str.replace``, in C) runs once over
+    all of them: no match per scalar.
     """
     joined = "\x00".join(parts)
     if joined.count("\x00") != len(parts) - 1:
