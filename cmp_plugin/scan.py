@@ -556,7 +556,7 @@ _META_INDENT = re.compile(r" +[^ \r\n#]")
 # --- the items of a List, scanned as documents of their own -------------------------------------
 _ITEMS_END = re.compile(r"\n(?=[^ \r\n#-]|-[^ \t\r\n])")
 _FIRST_ITEM = re.compile(r"\n( *+)(?=[^ \r\n#])")
-_ITEM_RX: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
+_ITEM_RX: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
 
 
 def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits: Limits) -> list[Doc] | None:
@@ -582,14 +582,16 @@ def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits:
     if rx is None:
         rx = _ITEM_RX[k] = (
             re.compile(rf"\n {{{k}}}- (?=[^ \t\r\n#])"),
-            re.compile(rf"\n(?! {{{k}}}- (?=[^ \t\r\n#]))(?= {{0,{k + 1}}}[^ \r\n])"),
-            re.compile(rf"\n {{{k + 2}}}(?:---|\.\.\.)(?=[ \t\r\n]|$)"),
+            # a line less indented than an item's keys but no item, or one a moved marker: one pass
+            re.compile(
+                rf"\n(?! {{{k}}}- (?=[^ \t\r\n#]))(?= {{0,{k + 1}}}[^ \r\n])"
+                rf"|\n {{{k + 2}}}(?:---|\.\.\.)(?=[ \t\r\n]|$)"
+            ),
         )
-    item, bad, marker = rx
-    if bad.search(region) or marker.search(region):
+    item, bad = rx
+    if bad.search(region):
         return None
-    count = len(item.findall(region))
-    moved = item.sub("\n---\n", region)
+    moved, count = item.subn("\n---\n", region)
     moved = moved.replace("\n" + " " * (k + 2), "\n")
     try:
         items = moved[1:]
