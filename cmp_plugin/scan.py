@@ -8,12 +8,17 @@ the plugin passes the render through unchanged. Three tiers, each only where it 
    anything that could change an identity by whole-stream counts (exactly one apiVersion, kind and
    metadata line per document, no other name/namespace line at metadata's indent, no tabs, no odd
    column-0 line). Any doubt and the whole stream goes to tier 2. 3,200 resources: ~10 ms.
-2. ``_scan_general``: a line scanner for any plain block-style stream (kustomize's key order too).
-3. Every document tier 2 cannot read with certainty (flow style, anchors, tags, block scalars,
-   quoting with escapes, ``*List`` kinds, CRDs, anything odd) goes through the full safe parser.
+1.5 ``_scan_flow``: a stream whose every document is one flow mapping (or JSON) from column 0,
+   read by the flow reader (``scan_docs._flow_identities``, all documents at once) without
+   tier 2's line passes, where tier 2 would read it the same way.
+2. ``_scan_general``: a line scanner for any plain block-style stream (kustomize's key order too);
+   documents in flow style or JSON go to the flow reader, a List's items are scanned as a stream.
+3. Every document tier 2 cannot read with certainty (anchors, tags, block scalars, quoting with
+   escapes, hooks, anything odd) goes through the full safe parser.
 
 Argo CD parses the stream itself afterwards, so invalid YAML still fails there rather than being
-synced. A property test holds tiers 1 and 2 to the parser's answers.
+synced. Property tests hold every tier to the parser's answers, tier 1.5 to tier 2's, and each
+batched reading (flow documents, closed flow lines, hook documents) to its one-by-one reference.
 """
 
 from __future__ import annotations
@@ -22,14 +27,12 @@ import re
 from bisect import bisect_right
 from typing import Any, NamedTuple
 
-from cmp_plugin.scan_docs import _crd_spec, _flow_identity
+from cmp_plugin.scan_docs import _crd_spec, _flow_identities
 from cmp_plugin.scan_rules import (
     _EMPTY,
     _HIDING,
     _children,
     _hidden,
-    _hook_or_escape,
-    _hook_or_items,
     _identity,
     _in_metadata,
     may_decide_kept,
@@ -103,6 +106,8 @@ def scan_stream(text: str, *, source: str = "<render>", limits: Limits = DEFAULT
     if len(text) > limits.max_bytes:
         raise LimitExceeded(f"{len(text)} bytes is over the limit of {limits.max_bytes}", source=source)
     docs = _scan_helm(text, source=source, limits=limits)
+    if docs is None:
+        docs = _scan_flow(text, source=source, limits=limits)
     return docs if docs is not None else _scan_general(text, source=source, limits=limits)
 
 
@@ -168,6 +173,8 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
         marked = _scan_helm("---\n" + text, source=source, limits=limits)
         return None if marked is None else [d._replace(line=max(1, d.line - 1)) for d in marked]
     nl = "\n" + text
+    if _HELM_HEAD.match(nl) is None:
+        return None  # the first document is not in helm's layout (finditer's first match is not at 0)
     heads = list(_HELM_HEAD.finditer(nl))
     n = len(heads)
     if n == 0 or n > limits.max_documents or heads[0].start() != 0:
@@ -182,45 +189,139 @@ def _scan_helm(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
                 return None
     if len(_IDENTITY_TOP.findall(nl)) != 3 * n:
         return None  # some document repeats apiVersion, kind or metadata (or hides one in a scalar)
+    # every head's groups read at once: (src, api, kind, kind2, api2, ind, name, ns)
+    groups = [m.groups() for m in heads]
+    spans = [m.span() for m in heads]
     lines: dict[str, int] = {}  # name and namespace lines the heads read, by indentation
-    for m in heads:
-        ind = m.group("ind")
-        lines[ind] = lines.get(ind, 0) + (1 if m.group("ns") is None else 2)
-    for ind, read in lines.items():
-        if len(_IDENTITY_CHILD[ind].findall(nl)) != read:
-            return None  # a name/namespace/generateName line the heads did not account for
-    if nl.count("\n# Source: ") != sum(1 for m in heads if m.group("src") is not None):
-        return None
-    for m in heads:
-        k = len(m.group("ind"))  # metadata's children: two or four spaces in
-        if _HEAD_CONTINUED[k].match(nl, m.end()):
+    sources = 0
+    odd = {k: _children(k)[1] for k in (2, 4)}
+    for (src, _, _, _, _, ind, _, ns), (_, stop) in zip(groups, spans, strict=True):
+        lines[ind] = lines.get(ind, 0) + (1 if ns is None else 2)
+        if src is not None:
+            sources += 1
+        k = len(ind)  # metadata's children: two or four spaces in
+        if _HEAD_CONTINUED[k].match(nl, stop):
             return None  # the head's last value continued on a deeper line: tier 2 parses it
         # the rest of metadata (after the head's name/namespace line): every line at metadata's
         # indent a plain ``key:`` (or ``- item``), none less indented. A quoted, explicit (``?``),
         # merge (``<<``) or spaced (``namespace  :``) key there may be a second name or namespace
         # Go reads last.
-        nxt = _NEXT_TOP.search(nl, m.end() - 1)
-        if _children(k)[1].search(nl, m.end() - 1, nxt.start() + 1 if nxt else len(nl)):
+        nxt = _NEXT_TOP.search(nl, stop - 1)
+        if odd[k].search(nl, stop - 1, nxt.start() + 1 if nxt else len(nl)):
             return None
+    for ind, read in lines.items():
+        if len(_IDENTITY_CHILD[ind].findall(nl)) != read:
+            return None  # a name/namespace/generateName line the heads did not account for
+    if nl.count("\n# Source: ") != sources:
+        return None
+    starts = [at for at, _ in spans]  # in nl: the newline before each "---", i.e. its offset in text
+    if any(c in text for c in _HIDING):
+        decided = {i for i in range(n) if may_decide_kept(text, starts[i], _end(starts, i, text))}
+    else:
+        # each document starts with its "---" line: ``items:`` never starts one
+        decided = _holding(text, starts, ("/hook", "\nitems:"))
     docs: list[Doc] = []
     append = docs.append
     count = text.count
-    decides = may_decide_kept if any(c in text for c in _HIDING) else _hook_or_items
+    new = tuple.__new__  # Doc(...) without namedtuple's Python __new__: a tenth of this tier
     line, prev = 1, 0
-    for i, m in enumerate(heads):
-        at = m.start()  # in nl: the newline before this document's "---", i.e. its offset in text
+    for i, (src, api, kind, kind2, api2, _, name, ns) in enumerate(groups):
+        at = starts[i]
         line += count("\n", prev, at)
         prev = at
-        src, name, namespace = m.group("src", "name", "ns")
-        api, kind = m.group("api") or m.group("api2"), m.group("kind") or m.group("kind2")
-        src = src.strip(" \t\r") if src is not None else None
-        end = heads[i + 1].start() if i + 1 < n else len(text)
-        if kind.endswith("List") or kind == "CustomResourceDefinition" or decides(text, at, end):
+        api, kind = api or api2, kind or kind2
+        if kind.endswith("List") or kind == "CustomResourceDefinition" or i in decided:
             # tier 2 on this document alone: a CRD's scope without parsing it; a List flattened; a
             # possible hook annotation or top-level ``items`` key parsed (cmp_plugin/target.py)
-            docs += _scan_general(text[at:end], source=source, limits=limits, first_line=line)
+            docs += _scan_general(
+                text[at : _end(starts, i, text)], source=source, limits=limits, first_line=line
+            )
         else:
-            append(Doc(api, kind, name, namespace or "", src or source, line))  # named: the head has name:
+            src = src.strip(" \t\r") if src is not None else None
+            # named: the head has name:
+            append(new(Doc, (api, kind, name, ns or "", src or source, line, None, None, True)))
+    return docs
+
+
+def _end(starts: list[int], i: int, text: str) -> int:
+    return starts[i + 1] if i + 1 < len(starts) else len(text)
+
+
+def _holding(text: str, starts: list[int], subs: tuple[str, ...]) -> set[int]:
+    """The documents (starting at ``starts`` in ``text``) holding one of ``subs``, or an escape
+    and a double quote: ``_hook_or_items`` / ``_hook_or_escape`` of each, found by a few
+    ``str.find`` loops over the whole stream rather than a call per document.
+
+    An occurrence counts for the document that holds all of it, as ``str.find(sub, start, end)``
+    counts it.
+    """
+    found: set[int] = set()
+    for sub in subs:
+        at = text.find(sub)
+        while at >= 0:
+            i = bisect_right(starts, at) - 1
+            if i >= 0 and at + len(sub) <= _end(starts, i, text):
+                found.add(i)
+            at = text.find(sub, at + 1)
+    at = text.find("\\")
+    while at >= 0:  # an escape, in a document with a double quote
+        i = bisect_right(starts, at) - 1
+        end = _end(starts, i, text)
+        if i >= 0 and text.find('"', starts[i], end) >= 0:
+            found.add(i)
+        at = text.find("\\", end)
+    return found
+
+
+# a document that is one flow mapping from column 0: its marker, comment and blank lines, then "{"
+_FLOW_START = re.compile(r"(?:---[ \t]*+(?:#[^\n]*+)?\r?\n)?(?:[ \t]*+(?:#[^\n]*+)?\r?\n)*+(?=\{)")
+_ITEMS_TOP = re.compile(r"\nitems:")
+
+
+def _scan_flow(text: str, *, source: str, limits: Limits) -> list[Doc] | None:
+    """Tier 1.5: a stream whose every document is one flow mapping (or JSON) from column 0, read by
+    ``_flow_identities`` without tier 2's line passes; None when unsure.
+
+    Tier 2 reads such a stream the same way (each "{" line is an odd column-0 line, so each
+    document goes to the flow reader) unless a document may hold a hook or an escape, an identity
+    value continued on a deeper line, a tag or a line break other than LF, or a column-0 ``items:``
+    line: then None, and tier 2 decides.
+    """
+    if _FLOW_START.match(text) is None or any(c in text for c in _HIDING):
+        return None
+    nl = "\n" + text
+    if _ITEMS_TOP.search(nl) or _CONTINUED.search(nl):
+        return None
+    chunks = list(split_documents(text))
+    offsets: list[int] = []
+    pos = 0
+    match = _FLOW_START.match
+    for _, chunk in chunks:
+        if match(chunk) is None:
+            return None
+        offsets.append(pos)
+        pos += len(chunk)
+    if _holding(text, offsets, ("/hook",)):
+        return None
+    sources: dict[int, str] = {}
+    for m in _SOURCE.finditer(nl):
+        sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
+    docs: list[Doc] = []
+    new = tuple.__new__
+    for i, ((line, chunk), fast) in enumerate(
+        zip(chunks, _flow_identities([c for _, c in chunks]), strict=True)
+    ):
+        if fast is None:
+            docs += _parsed(chunk, source=sources.get(i, source), where=source, line=line, limits=limits)
+        else:  # never a CRD: the flow reader leaves those to the parser
+            docs.append(
+                new(
+                    Doc,
+                    (fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, None, fast[4]),
+                )
+            )
+        if len(docs) > limits.max_documents:
+            raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
     return docs
 
 
@@ -267,7 +368,7 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     # parsed, never read by the flow or List readers: a hook key or an escape (``_hook_or_escape``),
     # an identity value continued on a deeper line, a tag or a line break other than LF
     # (``may_decide_kept``: go-yaml reads what a line scanner does not)
-    argo = {i for i, (_, chunk) in enumerate(chunks) if _hook_or_escape(chunk)}
+    argo = _holding(text, offsets, ("/hook",))  # _hook_or_escape of each document
     argo |= {_doc_of(offsets, m.start()) for m in _CONTINUED.finditer(nl)}
     if any(c in text for c in _HIDING):
         argo |= {i for i, (_, chunk) in enumerate(chunks) if _hidden(chunk, 0, len(chunk))}
@@ -326,7 +427,11 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
     sources: dict[int, str] = {}
     for m in _SOURCE.finditer(nl):
         sources.setdefault(_doc_of(offsets, m.start()), m.group(1).strip())
+    # documents in flow style or JSON (odd for the line passes): read together
+    flowing = sorted(odd - argo - listed)
+    flows = dict(zip(flowing, _flow_identities([chunks[i][1] for i in flowing]), strict=True))
     docs: list[Doc] = []
+    new = tuple.__new__  # Doc(...) without namedtuple's Python __new__
     for i, (line, chunk) in enumerate(chunks):
         if i in argo:
             fast = None
@@ -334,11 +439,12 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
             items = None if i in odd else _list_items(text, tops[i], ends[i], limits=limits)
             if items is not None:
                 src = sources.get(i, source)
-                docs += [d._replace(source=src, line=line) for d in items]
+                # d._replace(source=src, line=line), without its Python layers
+                docs += [new(Doc, (d[0], d[1], d[2], d[3], src, line, d[6], d[7], d[8])) for d in items]
                 continue
             fast = None
         elif i in odd:
-            fast = _flow_identity(chunk)
+            fast = flows[i]
         else:
             if i in indent:
                 fast = _identity2(tops[i], children.get(i, {}))
@@ -353,7 +459,10 @@ def _scan_general(text: str, *, source: str, limits: Limits, first_line: int = 1
             docs += _parsed(chunk, source=sources.get(i, source), where=source, line=line, limits=limits)
         elif fast is not _EMPTY:
             docs.append(
-                Doc(fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, crd, fast[4])
+                new(
+                    Doc,
+                    (fast[0], fast[1], fast[2], fast[3], sources.get(i, source), line, None, crd, fast[4]),
+                )
             )
         if len(docs) > limits.max_documents:
             raise LimitExceeded(f"more than {limits.max_documents} documents", source=source, line=line)
@@ -447,7 +556,7 @@ _META_INDENT = re.compile(r" +[^ \r\n#]")
 # --- the items of a List, scanned as documents of their own -------------------------------------
 _ITEMS_END = re.compile(r"\n(?=[^ \r\n#-]|-[^ \t\r\n])")
 _FIRST_ITEM = re.compile(r"\n( *+)(?=[^ \r\n#])")
-_ITEM_RX: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
+_ITEM_RX: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
 
 
 def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits: Limits) -> list[Doc] | None:
@@ -473,14 +582,16 @@ def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits:
     if rx is None:
         rx = _ITEM_RX[k] = (
             re.compile(rf"\n {{{k}}}- (?=[^ \t\r\n#])"),
-            re.compile(rf"\n(?! {{{k}}}- (?=[^ \t\r\n#]))(?= {{0,{k + 1}}}[^ \r\n])"),
-            re.compile(rf"\n {{{k + 2}}}(?:---|\.\.\.)(?=[ \t\r\n]|$)"),
+            # a line less indented than an item's keys but no item, or one a moved marker: one pass
+            re.compile(
+                rf"\n(?! {{{k}}}- (?=[^ \t\r\n#]))(?= {{0,{k + 1}}}[^ \r\n])"
+                rf"|\n {{{k + 2}}}(?:---|\.\.\.)(?=[ \t\r\n]|$)"
+            ),
         )
-    item, bad, marker = rx
-    if bad.search(region) or marker.search(region):
+    item, bad = rx
+    if bad.search(region):
         return None
-    count = len(item.findall(region))
-    moved = item.sub("\n---\n", region)
+    moved, count = item.subn("\n---\n", region)
     moved = moved.replace("\n" + " " * (k + 2), "\n")
     try:
         items = moved[1:]

@@ -11,16 +11,34 @@ read without parsing any document, CRDs included.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from cmp_plugin.scan import _parsed, _scan_general, _scan_helm, keys_of, scan_stream
+from cmp_plugin.scan import (
+    _holding,
+    _parsed,
+    _scan_flow,
+    _scan_general,
+    _scan_helm,
+    keys_of,
+    scan_stream,
+)
+from cmp_plugin.scan_docs import _FLOW_PLAIN, _flow_identities, _flow_identity, _quote_plain
+from cmp_plugin.scan_rules import _hook_or_escape, _hook_or_items
+from cmp_plugin.scan_scalars import _quote_lines, _quote_lines_each
 from cmp_plugin.target import target
 from driftguard.errors import ManifestError
-from driftguard.manifests import DEFAULT_LIMITS, cluster_scoped_kinds, load_stream, resource_key
+from driftguard.manifests import (
+    DEFAULT_LIMITS,
+    cluster_scoped_kinds,
+    load_stream,
+    resource_key,
+    split_documents,
+)
 from tests.helpers import examples
 
 PLAIN_NAMES = ["web", "system:metrics-server", "system:auth-delegator", "a.b-c", "2048-game", "=", "x"]
@@ -379,7 +397,7 @@ def test_any_stream_layout_is_read_as_the_full_parser_reads_it(
     assert [(d.api_version, d.kind, d.name, d.namespace, d.named) for d in got] == [
         (d.api_version, d.kind, d.name, d.namespace, d.named) for d in expected
     ]
-    for tier in (_scan_helm, _scan_general):  # each tier on its own, where it answers
+    for tier in (_scan_helm, _scan_flow, _scan_general):  # each tier on its own, where it answers
         alone = tier(text, source="<render>", limits=DEFAULT_LIMITS)
         if alone is not None:
             assert [(d.api_version, d.kind, d.name, d.namespace) for d in alone] == [
@@ -407,6 +425,8 @@ def test_big_render_layouts_are_read_without_parsing_any_document(layout: str) -
     # that made a 3,200-resource render 2-3x bare helm), and the reading is the parser's
     text = LAYOUT_STREAMS[layout] * 3
     docs = scan_stream(text)
+    if layout in ("flow", "json"):  # tier 1.5 reads them, as tier 2 does
+        assert _scan_flow(text, source="<render>", limits=DEFAULT_LIMITS) == docs
     assert docs and all(d.obj is None for d in docs), [d.kind for d in docs if d.obj is not None]
     expected = _parsed(text, source="<render>", where="<render>", line=1, limits=DEFAULT_LIMITS)
     assert [(d.api_version, d.kind, d.name, d.namespace) for d in docs] == [
@@ -631,3 +651,149 @@ def test_every_attack_in_every_layout_is_read_as_the_full_parser_reads_it(
     assert _reading(got) == _reading(expected)
     want, have = target(expected, destination_namespace="apps"), target(got, destination_namespace="apps")
     assert (have.keys, have.kept, have.left_out) == (want.keys, want.kept, want.left_out)
+
+
+# --- many flow documents read at once: the same answers as one by one ---------------------------
+# scan_docs._flow_identities quotes the plain scalars of all flow documents in a few str.replace
+# passes; _flow_identity (one document, a regular expression per scalar) is its reference.
+
+PLAIN_ALPHABET = [*"ab1-./:, \n\r{}[]", "\x0c", "\xa0", "\u2028", "é", "\x01", ": ", ", ", "a b", "::"]
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PLAIN_ALPHABET), max_size=12).map("".join), min_size=1, max_size=4))
+def test_fast_quoting_is_the_regular_expressions_or_no_json(parts: list[str]) -> None:
+    # where the fast quoting answers, it is _FLOW_PLAIN's quoting, or differs by a plain scalar
+    # with blanks in it ("a b") split in two: two quoted strings in a row, which no JSON decodes
+    fast = _quote_plain(parts)
+    assert fast == [_quote_plain([p])[0] for p in parts]  # joined or one by one: the same
+    for p, q in zip(parts, fast, strict=True):
+        if q is not None and q != '"'.join(_FLOW_PLAIN.split(p)):
+            assert re.search(r'"[ \n\r]+"', q), (p, q)
+
+
+FLOW_ODD = st.sampled_from(
+    [
+        "",
+        "",
+        ", note: a b",
+        ", note: :a",
+        ", note: a:{b: c}",
+        ", note: [a:, b]",
+        ", 'q': x",
+        ', "q": "x"',
+        ", note: 'it''s'",
+        ", note: \xa0x",
+        ", note: x\x0cy",
+        ", k: {a: b, c: [d, e]}",
+        ", items: []",
+        ", kind: Secret",
+        ", note: 'a' b",
+        ", note: [[[[x]]]]",
+        ", note: x\n  y",
+    ]
+)
+
+
+@st.composite
+def flow_chunk(draw: Any) -> str:
+    doc = flow(draw(resource()), draw(st.booleans()), draw(st.booleans()))
+    odd = draw(FLOW_ODD)
+    if odd:
+        doc = doc.rstrip("\n")[:-1] + odd + "}\n"
+    return draw(st.sampled_from(["---\n", "---\n# Source: t.yaml\n", ""])) + doc
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(flow_chunk(), min_size=1, max_size=6))
+def test_flow_documents_read_together_as_one_by_one(chunks: list[str]) -> None:
+    assert _flow_identities(chunks) == [_flow_identity(c) for c in chunks]
+
+
+# --- lines that may start a multi-line scalar: stepped over in C as line by line -----------------
+LINE_ATOMS = [
+    "\n",
+    "\n",
+    "  ",
+    "a: ",
+    "- ",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "&",
+    "!",
+    "x",
+    ",",
+    "#",
+    "\r",
+    "\\",
+]
+LINE_ATOMS += ["b: {c: d}", "e: 'f'", ' "g"', "h: [{i: 1}, j]", "k: [", "\n- {l: m}"]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.sampled_from(LINE_ATOMS), max_size=16).map("".join), st.data())
+def test_quote_lines_are_the_line_by_line_ones(body: str, data: Any) -> None:
+    nl = "\n" + body
+    spans = None
+    if data.draw(st.booleans()):  # whole lines, as _multiline_flow_scalars passes them
+        starts = [i for i, c in enumerate(nl) if c == "\n"] + [len(nl)]
+        cut = sorted(data.draw(st.sets(st.sampled_from(starts), min_size=1, max_size=5)))
+        spans = [(cut[i], cut[i + 1]) for i in range(0, len(cut) - 1, 2)]
+    fast = [(m.start(), m.end()) for m in _quote_lines(nl, spans)]
+    assert fast == [(m.start(), m.end()) for m in _quote_lines_each(nl, spans)]
+
+
+# --- what decides a document's reading, found over the whole stream: as document by document ----
+HOLD_ATOMS = ["a: b\n", "/hook", "/ho", "ok", "\\", '"', "\nitems:", "items:", "\n", "x"]
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(HOLD_ATOMS), max_size=6).map("".join), min_size=1, max_size=5),
+    st.booleans(),
+)
+def test_documents_holding_a_hook_or_escape_are_found_as_one_by_one(bodies: list[str], bare: bool) -> None:
+    text = "".join("---\n" + b + "\n" for b in bodies)
+    if bare:  # tier 2: the first document without its "---" (tier 1 reads none such)
+        text = text[4:]
+    starts = [at for at, _ in _doc_spans(text)]
+    chunks = [chunk for _, chunk in split_documents(text)]
+    ends = [*starts[1:], len(text)]
+    assert _holding(text, starts, ("/hook",)) == {i for i, c in enumerate(chunks) if _hook_or_escape(c)}
+    if bare:
+        return
+    assert _holding(text, starts, ("/hook", "\nitems:")) == {
+        i for i, (lo, hi) in enumerate(zip(starts, ends, strict=True)) if _hook_or_items(text, lo, hi)
+    }
+
+
+def _doc_spans(text: str) -> list[tuple[int, int]]:
+    out, at = [], 0
+    for _, chunk in split_documents(text):
+        out.append((at, at + len(chunk)))
+        at += len(chunk)
+    return out
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(flow_chunk(), min_size=1, max_size=5), st.booleans())
+def test_a_flow_stream_reads_in_tier_1_5_as_in_tier_2(chunks: list[str], crlf: bool) -> None:
+    # where tier 1.5 answers (every document one flow mapping from column 0), it is tier 2's
+    # answer, the parser's refusals included
+    text = "".join(c if i == 0 or c.startswith("---") else "---\n" + c for i, c in enumerate(chunks))
+    if crlf:
+        text = text.replace("\n", "\r\n")
+
+    def read(tier: Any) -> Any:
+        try:
+            return tier(text, source="<render>", limits=DEFAULT_LIMITS)
+        except ManifestError as e:
+            return str(e)
+
+    got = read(_scan_flow)
+    if got is not None:
+        assert got == read(_scan_general)
