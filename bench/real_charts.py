@@ -34,16 +34,6 @@ import chart_cases  # noqa: E402
 MEDIAN_TARGET, MAX_TARGET = 1.3, 1.8
 
 
-def _wait_for_background_proofs(cache: Path, timeout: float = 300.0) -> None:
-    import time
-
-    from cmp_plugin.proof_background import LOCKS
-
-    deadline = time.monotonic() + timeout
-    while list((cache / LOCKS).glob("*.lock")) and time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "charts")
@@ -87,7 +77,7 @@ def main() -> int:
                 chart_cases.run(dg, case.app_dir, env)
             # the implicit-defaults proof the first render left pending ends in the background
             # (cmp_plugin/proof_background.py): timed beside it, a run measures that proof's helm
-            _wait_for_background_proofs(cache)
+            chart_cases.wait_for_background_proofs(cache)
             ratios, bare_ms, dg_ms = [], [], []
             for i in range(args.runs):
                 took = {}

@@ -195,6 +195,19 @@ def wait_for_preload(cache: Path, seconds: float = 5.0) -> bool:
     return True
 
 
+def wait_for_background_proofs(cache: Path, seconds: float = 300.0) -> None:
+    """Until no implicit-defaults proof left by a render runs in ``cache`` (cmp_plugin/proof_background.py).
+
+    Timed beside it, a run measures that proof's helm too; and a cache directory removed under it
+    fails its removal when the proof writes its verdicts there at the end.
+    """
+    from cmp_plugin.proof_background import LOCKS
+
+    deadline = time.monotonic() + seconds
+    while list((cache / LOCKS).glob("*.lock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def compile_bytecode() -> None:
     """Bytecode for the project's packages, as the image has it (Dockerfile: compileall).
 
