@@ -20,12 +20,14 @@ __all__ = ["free_port", "git", "start_cli", "start_gunicorn", "stop", "wait_unti
 T = TypeVar("T")
 
 
-def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.05) -> T:
+def wait_until(check: Callable[[], T], what: str, timeout: float = 120.0, interval: float = 0.05) -> T:
     """Poll ``check()`` until it returns something truthy, and return that: the one way tests, the
     stand-ins and the demo wait for a condition (never a fixed sleep).
 
     ``timeout`` only keeps a broken run from hanging: it is generous, and nothing is asserted about
-    how long the wait took. Past it, AssertionError says what was awaited.
+    how long the wait took. Past it, AssertionError says what was awaited. Generous means for a
+    loaded machine: on a shared 2-core machine a niced test run was seen stalled for over a
+    minute, and a longer limit costs nothing when the condition comes.
     """
     deadline = time.monotonic() + timeout
     while True:
