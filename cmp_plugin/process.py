@@ -30,6 +30,8 @@ RENDER_DEADLINE: list[tuple[int, float]] = []
 no tool it starts runs past it. Else a tool started late in the render (a loaded machine, a
 second tool) had its own deadline after the render's alarm, and was stopped by the alarm as
 "the render did not finish" instead of by name."""
+# a forked child has no alarm (timers are not inherited) and runs renders of its own
+os.register_at_fork(after_in_child=RENDER_DEADLINE.clear)
 
 MAX_STDERR_CHUNKS = 16
 """Reads of stderr kept (at most 64 KiB each): a tool that floods stderr cannot fill memory."""
