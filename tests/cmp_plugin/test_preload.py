@@ -472,7 +472,7 @@ def test_a_child_whose_server_died_serves_nothing(
     run = generate()  # finds nobody listening: starts a server, renders itself
     assert run.returncode == 0, run.stderr
     assert starts(helm_log)[-1]["ppid"] == run.pid, "rendered in-process"
-    wait_until(lambda: server_pid(cache) not in (0, server), "a new server", timeout=30)
+    wait_until(lambda: server_pid(cache) not in (0, server), "a new server")
     again = generate()
     assert again.returncode == 0 and starts(helm_log)[-1]["ppid"] != again.pid
 

@@ -121,7 +121,7 @@ def test_a_tool_running_the_tenants_code_cannot_take_the_preload_server_over(
         f"attacker-s3cret-{uuid.uuid4().hex}",
     )
     victim = start(victim_repo, "argocd_victim", victim_secret)
-    wait_until(lambda: (log / "victim-waiting").exists(), "the other tenant's render is in its helm", 60)
+    wait_until(lambda: (log / "victim-waiting").exists(), "the other tenant's render is in its helm")
     shutil.copy(HERE / "hostile_tool.py", repo / APP / "attack.py")
     attacked = start(repo, "argocd_attacker", attacker_secret)
     attacked_result, victim_result = finish(attacked), finish(victim)
