@@ -93,11 +93,16 @@ class deadline:
     def __enter__(self) -> None:
         import signal
         import threading
+        import time
 
         if threading.current_thread() is not threading.main_thread() or self.seconds <= 0:
             return
+        from cmp_plugin import process
+
         self.previous = signal.signal(signal.SIGALRM, self._expired)
-        # a moment after a tool's own deadline, so that a slow tool is reported by name (ToolRun)
+        # every tool of the render stops by this deadline (process.RENDER_DEADLINE), and the alarm
+        # comes a moment after it, so that a slow tool is reported by name (ToolRun)
+        process.RENDER_DEADLINE[:] = [(threading.get_ident(), time.monotonic() + self.seconds)]
         signal.setitimer(signal.ITIMER_REAL, self.seconds + GRACE)
         self.armed = True
 
@@ -112,7 +117,10 @@ class deadline:
         if self.armed:
             import signal
 
+            from cmp_plugin import process
+
             signal.setitimer(signal.ITIMER_REAL, 0)
+            process.RENDER_DEADLINE.clear()
             signal.signal(signal.SIGALRM, self.previous)  # type: ignore[arg-type]
             self.armed = False
 

@@ -12,6 +12,7 @@ import os
 import selectors
 import signal
 import time
+from _thread import get_ident
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,6 +24,14 @@ __all__ = ["ToolRun", "run_tool", "tool_env", "trim"]
 
 RSS_INTERVAL = 0.02
 """Seconds between two measurements of the render's resident memory while a tool runs."""
+
+RENDER_DEADLINE: list[tuple[int, float]] = []
+"""(thread, time.monotonic() deadline) of the render that thread runs under pipeline.deadline:
+no tool it starts runs past it. Else a tool started late in the render (a loaded machine, a
+second tool) had its own deadline after the render's alarm, and was stopped by the alarm as
+"the render did not finish" instead of by name."""
+# a forked child has no alarm (timers are not inherited) and runs renders of its own
+os.register_at_fork(after_in_child=RENDER_DEADLINE.clear)
 
 MAX_STDERR_CHUNKS = 16
 """Reads of stderr kept (at most 64 KiB each): a tool that floods stderr cannot fill memory."""
@@ -122,6 +131,8 @@ class ToolRun:
         self.timeout = timeout
         self.max_output = max_output
         self.deadline = time.monotonic() + timeout
+        if RENDER_DEADLINE and RENDER_DEADLINE[0][0] == get_ident():
+            self.deadline = min(self.deadline, RENDER_DEADLINE[0][1])
         self.max_memory = effective_cap(os.environ)
         self.code: int | None = None
         if started is None:

@@ -237,7 +237,10 @@ def notify(port: int, trigger: str, sync: str) -> float:
     return sent
 
 
-def wait_for(rx: receivers.Receivers, count: int, timeout: float = 15) -> None:
+def wait_for(rx: receivers.Receivers, count: int, timeout: float = 60) -> None:
+    """Until ``count`` messages came, or ``timeout`` passed (the checks after it then say what is
+    missing): generous, as the first notification of just-started workers on a loaded machine
+    can take many seconds; the wait ends as soon as they are there."""
     deadline = time.monotonic() + timeout
     while len(rx.captured) < count and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -20,12 +21,14 @@ __all__ = ["free_port", "git", "start_cli", "start_gunicorn", "stop", "wait_unti
 T = TypeVar("T")
 
 
-def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.05) -> T:
+def wait_until(check: Callable[[], T], what: str, timeout: float = 120.0, interval: float = 0.05) -> T:
     """Poll ``check()`` until it returns something truthy, and return that: the one way tests, the
     stand-ins and the demo wait for a condition (never a fixed sleep).
 
     ``timeout`` only keeps a broken run from hanging: it is generous, and nothing is asserted about
-    how long the wait took. Past it, AssertionError says what was awaited.
+    how long the wait took. Past it, AssertionError says what was awaited. Generous means for a
+    loaded machine: on a shared 2-core machine a niced test run was seen stalled for over a
+    minute, and a longer limit costs nothing when the condition comes.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -77,7 +80,7 @@ def start_gunicorn(
         "-m",
         "gunicorn",
         "--bind",
-        f"127.0.0.1:{port}",
+        f"127.0.0.1:{port}",  # the socket itself is bound here and inherited (_started)
         "--workers",
         str(workers),
         "--threads",
@@ -111,11 +114,45 @@ def start_cli(
     return _started(argv, port, env, log, what=cli, ca=ca)
 
 
+def _listening(port: int) -> socket.socket:
+    """127.0.0.1:``port`` bound and listening in this process, for gunicorn to inherit.
+
+    The port was chosen free (``free_port``) but gunicorn binds a second or more later, after its
+    start-up: meanwhile anything else on the machine (another checkout's tests, with gunicorns and
+    databases of their own) may take it, and then the service fails to start, or worse, the
+    health check is answered by that other process. Bound now, the port is ours from here on. A
+    port a stopped service used may still be held by its exiting workers: the bind waits for them.
+    """
+
+    def bound() -> socket.socket | None:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn's own bind
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            s.close()
+            if exc.errno == errno.EADDRINUSE:
+                return None
+            raise
+        s.listen(2048)  # gunicorn's default backlog
+        return s
+
+    return wait_until(bound, f"127.0.0.1:{port} to be free to listen on")
+
+
 def _started(
     argv: list[str], port: int, env: dict[str, str], log: Path, *, what: str, ca: str
 ) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=out, start_new_session=True)
+    listener = _listening(port)
+    # gunicorn takes the listening socket by its descriptor (fd://N) instead of binding the port
+    argv = [f"fd://{listener.fileno()}" if a == f"127.0.0.1:{port}" else a for a in argv]
+    try:
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                argv, env=env, stdout=out, stderr=out, start_new_session=True, pass_fds=(listener.fileno(),)
+            )
+    finally:
+        listener.close()  # gunicorn holds it now
     url = f"{'https' if ca else 'http'}://127.0.0.1:{port}/healthz"
 
     def up_or_exited() -> bool:

@@ -155,7 +155,7 @@ def test_worktrees_are_removed_when_the_diff_is_killed(tmp_path: Path, signum: i
         stderr=subprocess.PIPE,
     )
     try:
-        wait_until(lambda: marker.exists() and marker.read_text().strip(), "the render to start", timeout=60)
+        wait_until(lambda: marker.exists() and marker.read_text().strip(), "the render to start")
         assert len(repo.worktrees()) == 3  # base and head are checked out while it renders
         proc.send_signal(signum)
         code = proc.wait(timeout=60)

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from cmp_plugin.pipeline import deadline
 from cmp_plugin.process import ToolRun
-from driftguard.errors import RenderError
+from driftguard.errors import RenderError, RenderTimeout
 
 ENV = {"PATH": os.environ["PATH"]}
 
@@ -40,6 +41,18 @@ def test_a_stderr_flood_keeps_only_its_end() -> None:
         tool(flood).wait()
     assert info.value.stderr.splitlines()[-1] == "the real error"
     assert len(info.value.stderr) <= 2000
+
+
+def test_a_tool_in_a_render_is_stopped_by_name_at_the_renders_deadline() -> None:
+    """Its own deadline may lie after the render's (a tool started late in the render, on a loaded
+    machine or after another tool): it still stops at the render's, before the render's alarm
+    (a moment later) would stop it as "the render did not finish", leaving the tool unnamed."""
+    with deadline(1.0):
+        run = tool("import time; time.sleep(120)")  # its own deadline: 30 s
+        with pytest.raises(RenderTimeout) as info:
+            run.wait()
+    assert str(info.value).startswith("tool did not finish in "), info.value
+    assert run.code is not None  # stopped and reaped, not left running
 
 
 def test_a_tool_that_cannot_start_is_a_render_error(tmp_path: object) -> None:

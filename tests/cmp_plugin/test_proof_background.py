@@ -21,7 +21,7 @@ from cmp_plugin import memory, proof_background
 from tests.helpers import FRONT, wait_until
 
 from .conftest import Generate, cmp_env
-from .test_preload import server_pid
+from .test_preload import alive, server_pid
 
 HELM = os.environ["DRIFTGUARD_HELM"]
 KEYS = 6
@@ -204,6 +204,10 @@ def test_a_killed_background_proof_leaves_the_cache_for_the_next_generate(
 
     pid = _wait_for(proving, "the background proves")
     os.killpg(pid, signal.SIGKILL)  # its session: the process and the helm it waits for
+    # its lock is released once it has exited, not when the signal is sent: a generate before
+    # that finds the digest still locked, starts no background, and the dead one's lock file
+    # (never removed by a kill) stays for good
+    _wait_for(lambda: not alive(pid), "the killed background to exit")
     assert len(list(scratch.glob("driftguard-proof-*"))) == 1  # its copy: left by the kill
     gate.touch()
     again = generate(app, **env)  # goes on from what was settled, and leaves the rest to a new background

@@ -70,7 +70,10 @@ def test_generate_keeps_heavy_imports_off_its_path(repo: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", PROBE],
         cwd=repo / "charts/web",
-        env=cmp_env("charts/web"),
+        # a cache of its own: the default ($TMPDIR/driftguard) is shared with every run on the
+        # machine, and another's launch plan, cached render or baseline for this app would change
+        # what this run imports (or make the shrink guard compare with another checkout's chart)
+        env={**cmp_env("charts/web"), "DRIFTGUARD_CMP_CACHE_DIR": str(repo.parent / "probe-cache")},
         capture_output=True,
         text=True,
         check=False,

@@ -209,10 +209,13 @@ print("\\n@@", code, " ".join(sorted(sys.modules)), sep="\\n@@")
 def test_in_the_pod_no_kubernetes_client_is_imported(repo: Path, pod: FakeArgo) -> None:
     """The kubernetes client costs ~240 ms to import; the render's read is one stdlib HTTPS GET."""
     pod.put(application("plain", resources=PLAIN))
+    # a cache of its own: the default ($TMPDIR/driftguard) is shared with every other run on the
+    # machine, whose baselines, plans and cached renders this run would read and leave its own in
+    cache = {"DRIFTGUARD_CMP_CACHE_DIR": str(repo.parent / "probe-cache")}
     proc = subprocess.run(
         [sys.executable, "-c", PROBE],
         cwd=repo / "plain",
-        env={**cmp_env("plain", ARGOCD_APP_NAME="plain"), **pod.env},  # type: ignore[attr-defined]
+        env={**cmp_env("plain", ARGOCD_APP_NAME="plain"), **pod.env, **cache},  # type: ignore[attr-defined]
         capture_output=True,
         text=True,
         check=False,

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -113,10 +114,16 @@ def test_a_tool_running_the_tenants_code_cannot_take_the_preload_server_over(
     inode = (cache / preload.SOCKET_NAME).stat().st_ino
 
     (victim_repo / APP / "wait-for-attack").touch()
-    victim = start(victim_repo, "argocd_victim", "victim-s3cret-Zq9")
-    wait_until(lambda: (log / "victim-waiting").exists(), "the other tenant's render is in its helm", 60)
+    # the dump holds what the tool could read of every process on the machine, other checkouts'
+    # runs of this test included: what it must not hold is this run's own, so each is unique
+    victim_secret, attacker_secret = (
+        f"victim-s3cret-{uuid.uuid4().hex}",
+        f"attacker-s3cret-{uuid.uuid4().hex}",
+    )
+    victim = start(victim_repo, "argocd_victim", victim_secret)
+    wait_until(lambda: (log / "victim-waiting").exists(), "the other tenant's render is in its helm")
     shutil.copy(HERE / "hostile_tool.py", repo / APP / "attack.py")
-    attacked = start(repo, "argocd_attacker", "attacker-own-s3cret-Kp4")
+    attacked = start(repo, "argocd_attacker", attacker_secret)
     attacked_result, victim_result = finish(attacked), finish(victim)
 
     outcome = json.loads((log / "takeover.json").read_text())
@@ -124,9 +131,13 @@ def test_a_tool_running_the_tenants_code_cannot_take_the_preload_server_over(
     assert set(outcome) == STEPS
     assert {k: v for k, v in outcome.items() if not v.startswith("refused")} == {}, outcome
     dump = (log / "dump.bin").read_bytes()
-    for secret in (key, key.hex().encode(), b"victim-s3cret-Zq9", b"attacker-own-s3cret-Kp4"):
+    for secret in (key, key.hex().encode(), victim_secret.encode(), attacker_secret.encode()):
         assert secret not in dump, "a process the tool could read holds a secret"
-    assert b"DRIFTGUARD_CMP_CACHE_DIR" not in dump, "the tool read a plugin process's environment"
+    # every plugin process of this run has this entry (the sidecar's settings); a command line
+    # elsewhere on the machine may name the variable, never this run's cache
+    assert f"DRIFTGUARD_CMP_CACHE_DIR={cache}".encode() not in dump, (
+        "the tool read a plugin process's environment"
+    )
 
     # both renders are what they are without the attack, and both were preloaded by the same server
     assert attacked_result[:2] == clean[:2], attacked_result[2]

@@ -7,6 +7,7 @@ Every test also checks that the refusal never prints what the outside file holds
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -566,9 +567,9 @@ def test_killing_the_plugins_process_group_takes_its_tools(checkout: Path) -> No
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         wait_until(lambda: not any(_alive(p) for p in helm), "helm to go with the plugin's process group")
-    finally:  # whatever happened, leave no helm behind
+    finally:  # whatever happened, leave no helm behind (one may be exiting as we look)
         for p in helm:
-            if _alive(p):
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
@@ -615,10 +616,13 @@ def test_a_tool_stopped_at_the_deadline_takes_its_children(checkout: Path) -> No
     run = plugin(here, "apps/kh", DRIFTGUARD_CMP_TIMEOUT="3", DRIFTGUARD_KUSTOMIZE_ENABLE_HELM="true")
     try:
         assert "kustomize build did not finish in 3 s" in refused(run)
-        assert _running(str(here)) == []
+        # both were sent SIGKILL before the plugin returned; helm, kustomize's child, is not the
+        # plugin's to wait for, and on a loaded machine it may still be on its way out
+        wait_until(lambda: _running(str(here)) == [], "kustomize and its helm to be gone")
     finally:
         for pid in _running(str(here)):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_planted_content_cache_entry_is_not_trusted(checkout: Path, tmp_path: Path) -> None:

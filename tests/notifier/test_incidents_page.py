@@ -102,7 +102,7 @@ def browser() -> Iterator[Browser]:
         def answers() -> bool:
             try:
                 requests.get(f"http://127.0.0.1:{port}/status", timeout=2)
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # still starting on a loaded machine
                 return False
             return True
 
