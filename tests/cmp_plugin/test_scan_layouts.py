@@ -797,3 +797,17 @@ def test_a_flow_stream_reads_in_tier_1_5_as_in_tier_2(chunks: list[str], crlf: b
     got = read(_scan_flow)
     if got is not None:
         assert got == read(_scan_general)
+
+
+@pytest.mark.parametrize("kind", ["List", "ConfigMap"])
+@pytest.mark.parametrize("indent", [0, 2])
+def test_a_list_item_with_items_of_its_own_is_kept_whole(kind: str, indent: int) -> None:
+    # Argo CD flattens a List one level (driftguard/manifests.py _flatten): the item stays, its
+    # own items are no resources; scanned as a stream of its own, it was flattened again
+    item = (
+        f"apiVersion: v1\nkind: {kind}\nmetadata:\n  name: inner\nitems:\n"
+        "- apiVersion: v1\n  kind: PersistentVolumeClaim\n  metadata:\n    name: data\n"
+    )
+    text = as_list([item], indent)
+    assert keys_of(scan_stream(text), default_namespace="apps") == parsed(text)
+    assert [k.kind for k in parsed(text)] == [kind]
