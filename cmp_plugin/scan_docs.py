@@ -161,7 +161,7 @@ def _flow_identity(chunk: str) -> Any:
             parts.insert(2 * i + 1, scalar)
         try:
             obj = _JSON_LAX.decode("".join(parts))
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep: the parser's limit words the refusal
             return None
         plain = True
     except RecursionError:

@@ -811,3 +811,23 @@ def test_a_list_item_with_items_of_its_own_is_kept_whole(kind: str, indent: int)
     text = as_list([item], indent)
     assert keys_of(scan_stream(text), default_namespace="apps") == parsed(text)
     assert [k.kind for k in parsed(text)] == [kind]
+
+
+DEEP = "[" * 3000 + "]" * 3000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"---\n{{apiVersion: v1, kind: ConfigMap, metadata: {{name: deep}}, x: {DEEP}}}\n",
+        f"{{apiVersion: v1, kind: ConfigMap, metadata: {{name: deep}}, x: {DEEP}}}\n---\n"
+        "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
+        f"apiVersion: v1\nkind: List\nitems:\n- {{apiVersion: v1, kind: ConfigMap, metadata: {{name: a}}, x: {DEEP}}}\n",
+        f'---\n{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "deep"}}, "x": {DEEP}}}\n',
+    ],
+)
+def test_a_flow_document_nested_too_deep_is_refused_by_the_limit(text: str) -> None:
+    # deeper than Python's recursion: the flow reader hands the document to the parser, whose
+    # refusal is a LimitExceeded (a ManifestError the CLI words), never a RecursionError
+    with pytest.raises(ManifestError, match="nesting too deep"):
+        scan_stream(text)
