@@ -122,8 +122,9 @@ _FLOW_SQ = re.compile(r"'([^'\"\\\n]*+)'")
 _JSON: Any = None
 _JSON_LAX: Any = None
 # outside quoted scalars: what only the parser reads (comments, anchors, aliases, tags, complex
-# keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars)
-_FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"]")
+# keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars, and a BOM:
+# go-yaml skips one at a line's start before any token, scannerc.go yaml_parser_scan_to_next_token)
+_FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"\ufeff]")
 # a plain scalar in a flow collection: words joined by blanks, or by ":" not followed by a blank or
 # a flow indicator (registry.example.com/app:1.0); it ends at a flow indicator, ": " or a line end
 _FLOW_PLAIN = re.compile(r"([^\s{}\[\],:](?:[^\s{}\[\],:]++|:(?=[^\s{}\[\],])|[ ]++(?=[^\s{}\[\],:]))*+)")

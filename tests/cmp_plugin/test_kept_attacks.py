@@ -265,3 +265,24 @@ def test_a_pvc_in_the_items_of_a_list_item_is_a_removal(
     assert proc.returncode == 3, (kind, proc.stderr)
     assert "1 of a protected kind (PersistentVolumeClaim)" in proc.stderr.splitlines()[0], proc.stderr
     assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()
+
+
+# go-yaml scannerc.go yaml_parser_scan_to_next_token: "Allow the BOM mark to start a line", at
+# column 0 anywhere in the stream, so a key after a BOM on its own line is a plain key
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        "---\n{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data, namespace: plain},\n"
+        "\ufeffkind: ConfigMap}\n",
+        '---\n{"apiVersion": "v1", "kind": "PersistentVolumeClaim",\n'
+        '"metadata": {"name": "data", "namespace": "plain"},\n\ufeff"kind": "ConfigMap"}\n',
+    ],
+)
+def test_a_kind_after_a_bom_at_a_line_start_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path, manifest: str
+) -> None:
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(manifest)
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, proc.stderr
+    assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()

@@ -831,3 +831,20 @@ def test_a_flow_document_nested_too_deep_is_refused_by_the_limit(text: str) -> N
     # refusal is a LimitExceeded (a ManifestError the CLI words), never a RecursionError
     with pytest.raises(ManifestError, match="nesting too deep"):
         scan_stream(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data},\n\ufeffkind: ConfigMap}\n",
+        "---\n{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data,\n\ufeffnamespace: x}}\n",
+        "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: data}}\n---\n"
+        '{"apiVersion": "v1", "kind": "ConfigMap",\n\ufeff"metadata": {"name": "b"}, "metadata": {"name": "c"}}\n',
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data},\n"
+        "  \ufeffkind: ConfigMap}\n",
+    ],
+)
+def test_a_bom_at_a_line_start_in_flow_is_skipped_as_go_yaml_skips_it(text: str) -> None:
+    # go-yaml (scannerc.go yaml_parser_scan_to_next_token) and libyaml skip a BOM at column 0
+    # before any token: the key after it is a plain key, a second kind or namespace read last
+    assert keys_of(scan_stream(text), default_namespace="apps") == parsed(text)
