@@ -286,3 +286,18 @@ def test_a_kind_after_a_bom_at_a_line_start_is_a_removal(
     proc = run(generate, cluster)
     assert proc.returncode == 3, proc.stderr
     assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()
+
+
+def test_a_namespace_key_with_a_spaced_colon_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path
+) -> None:
+    # go-yaml scannerc.go yaml_parser_scan_plain_scalar: in "namespace :plain" the ":" is no value
+    # indicator (no blank after it): one key, and the PVC lands in the destination namespace
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(
+        "---\n{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data, namespace :plain},\n"
+        "  spec: {volumeName: v}}\n"
+    )
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, proc.stderr
+    assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()

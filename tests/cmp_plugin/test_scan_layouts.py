@@ -848,3 +848,31 @@ def test_a_bom_at_a_line_start_in_flow_is_skipped_as_go_yaml_skips_it(text: str)
     # go-yaml (scannerc.go yaml_parser_scan_to_next_token) and libyaml skip a BOM at column 0
     # before any token: the key after it is a plain key, a second kind or namespace read last
     assert keys_of(scan_stream(text), default_namespace="apps") == parsed(text)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        "name: data, namespace :other",
+        "name: data, namespace  :other",
+        "name: data, namespace\n  :other",
+        "name: data,\n  namespace :other, labels: {a: b}",
+        'name: data, "namespace" :other',
+        "namespace: plain, name :other",
+    ],
+)
+def test_a_colon_after_blanks_in_a_flow_plain_scalar_is_part_of_it(meta: str) -> None:
+    # go-yaml's plain scalar (scannerc.go yaml_parser_scan_plain_scalar) ends at ":" only before
+    # a blank: "namespace :other" is one key (null value), no namespace "other"
+    for text in (
+        f"{{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {{{meta}}}}}\n",
+        f"---\n{{apiVersion: v1, kind: ConfigMap, metadata: {{name: a}}}}\n---\n"
+        f"{{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {{{meta}}}}}\n",
+    ):
+        try:
+            expected = parsed(text)
+        except ManifestError:
+            with pytest.raises(ManifestError):
+                scan_stream(text)
+            continue
+        assert keys_of(scan_stream(text), default_namespace="apps") == expected
