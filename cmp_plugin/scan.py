@@ -566,7 +566,8 @@ def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits:
     items, each moved left by its own indentation, are scanned as a stream of documents of their
     own; None (parse the whole document) when any line is less indented than an item's keys, an
     item is no plain mapping (``-`` alone, a comment or a nested item on its first line), a moved
-    line would read as a document marker, or any item needs the parser (hooks, nested items).
+    line would read as a document marker, an item has ``items`` of its own (kept whole: one level
+    is flattened), or any item needs the parser (hooks, nested items).
     """
     found = top.get("items")
     if found is None or (found[0] and not found[0].startswith("#")):
@@ -593,6 +594,11 @@ def _list_items(text: str, top: dict[str, tuple[str, int]], end: int, *, limits:
         return None
     moved, count = item.subn("\n---\n", region)
     moved = moved.replace("\n" + " " * (k + 2), "\n")
+    if _ITEMS_TOP.search(moved):
+        # an item with ``items`` of its own: Argo CD flattens a List one level (EachListItem in
+        # reposerver/repository/repository.go GenerateManifests), the item is kept whole, where
+        # scanning the items as a stream would flatten it again
+        return None
     try:
         items = moved[1:]
         docs = _scan_helm(items, source="", limits=limits) or _scan_general(items, source="", limits=limits)

@@ -122,8 +122,22 @@ _FLOW_SQ = re.compile(r"'([^'\"\\\n]*+)'")
 _JSON: Any = None
 _JSON_LAX: Any = None
 # outside quoted scalars: what only the parser reads (comments, anchors, aliases, tags, complex
-# keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars)
-_FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"]")
+# keys, merges, block scalars, reserved indicators, tabs, quotes inside plain scalars, and a BOM:
+# go-yaml skips one at a line's start before any token, scannerc.go yaml_parser_scan_to_next_token)
+_FLOW_UNSURE = re.compile(r"[#&*!?|>%@`<\\\t'\"\ufeff]")
+# ... and a ":" after a blank or a line break, before a non-blank: in a plain scalar
+# (``namespace :x``) it is text, go-yaml's yaml_parser_scan_plain_scalar ends a scalar at ":"
+# only before a blank (looked for where " :" or a line break before ":" is in the text at all)
+_SPACED_COLON = re.compile(r"[ \r\n]:(?![ \t\r\n]|\Z)")
+
+
+def _unsure(text: str) -> bool:
+    """Whether ``text`` (a flow body outside its quoted scalars) holds what only the parser reads."""
+    if _FLOW_UNSURE.search(text):
+        return True
+    return (" :" in text or "\n:" in text or "\r:" in text) and _SPACED_COLON.search(text) is not None
+
+
 # a plain scalar in a flow collection: words joined by blanks, or by ":" not followed by a blank or
 # a flow indicator (registry.example.com/app:1.0); it ends at a flow indicator, ": " or a line end
 _FLOW_PLAIN = re.compile(r"([^\s{}\[\],:](?:[^\s{}\[\],:]++|:(?=[^\s{}\[\],])|[ ]++(?=[^\s{}\[\],:]))*+)")
@@ -161,7 +175,7 @@ def _flow_identity(chunk: str) -> Any:
             parts.insert(2 * i + 1, scalar)
         try:
             obj = _JSON_LAX.decode("".join(parts))
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep: the parser's limit words the refusal
             return None
         plain = True
     except RecursionError:
@@ -320,7 +334,7 @@ def _flow_quoted(body: str) -> tuple[list[str], list[str]] | None:
     a quote or anything outside them is the parser's."""
     odd = _FLOW_UNSURE.search(body)  # quotes are among its characters
     if odd is None:  # no quoted scalar, nothing unsure: the body is all outside
-        return [body], []
+        return None if _unsure(body) else ([body], [])
     at = _QUOTE_CHAR.search(body, odd.start())
     outside, quoted = [], []  # every quoted scalar marked, the text between them apart
     pos = 0
@@ -337,7 +351,7 @@ def _flow_quoted(body: str) -> tuple[list[str], list[str]] | None:
         pos = q.end()
         at = _QUOTE_CHAR.search(body, pos)
     outside.append(body[pos:])
-    if _FLOW_UNSURE.search("".join(outside)):
+    if _unsure("".join(outside)):
         return None
     return outside, quoted
 

@@ -184,6 +184,23 @@ def test_malformed_yaml_names_file_and_line(generate: Generate, repo: Path) -> N
     assert "broken.yaml:" in first_line(proc) and "invalid YAML" in first_line(proc)
 
 
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: deep}, x: DEEP}\n",
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, x: DEEP}\n",
+    ],
+)
+def test_a_render_nested_too_deep_is_a_clean_refusal(generate: Generate, repo: Path, doc: str) -> None:
+    # flow style nested deeper than Python's recursion (a template prints it as it likes): the
+    # scanner's flow reader used to let a RecursionError out as a traceback
+    app = chart(repo, "deep", template=doc.replace("DEEP", "[" * 3000 + "]" * 3000))
+    proc = generate(app)
+    assert proc.returncode == 2, proc.stderr
+    assert "nesting too deep" in first_line(proc) and "Traceback" not in proc.stderr
+    assert_refusal_shape(proc.stderr)
+
+
 def test_renderer_failure_shows_its_stderr_trimmed(generate: Generate, repo: Path) -> None:
     app = chart(repo, "broken", template="{{ .Values.missing.deeper }}\n" + "x" * 10)
     proc = generate(app)

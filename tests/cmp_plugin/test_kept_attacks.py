@@ -234,3 +234,70 @@ def test_a_pvc_moved_in_any_layout_is_a_removal(
     (repo / "plain" / "pvc.yaml").write_bytes(text.replace("\n", "\r\n" if crlf else "\n").encode())
     proc = run(generate, cluster)
     assert proc.returncode == 0, (layout, proc.stderr)
+
+
+# reposerver/repository/repository.go (v3.5.1, GenerateManifests): a List is flattened one level
+# (EachListItem), never its items again: an item with ``items`` of its own is kept as it stands
+NESTED_LIST = """apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: {kind}
+  metadata:
+    name: inner
+    namespace: plain
+  items:
+  - apiVersion: v1
+    kind: PersistentVolumeClaim
+    metadata:
+      name: data
+      namespace: plain
+"""
+
+
+@pytest.mark.parametrize("kind", ["List", "ConfigMap"])
+def test_a_pvc_in_the_items_of_a_list_item_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path, kind: str
+) -> None:
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(NESTED_LIST.format(kind=kind))
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, (kind, proc.stderr)
+    assert "1 of a protected kind (PersistentVolumeClaim)" in proc.stderr.splitlines()[0], proc.stderr
+    assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()
+
+
+# go-yaml scannerc.go yaml_parser_scan_to_next_token: "Allow the BOM mark to start a line", at
+# column 0 anywhere in the stream, so a key after a BOM on its own line is a plain key
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        "---\n{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data, namespace: plain},\n"
+        "\ufeffkind: ConfigMap}\n",
+        '---\n{"apiVersion": "v1", "kind": "PersistentVolumeClaim",\n'
+        '"metadata": {"name": "data", "namespace": "plain"},\n\ufeff"kind": "ConfigMap"}\n',
+    ],
+)
+def test_a_kind_after_a_bom_at_a_line_start_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path, manifest: str
+) -> None:
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(manifest)
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, proc.stderr
+    assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()
+
+
+def test_a_namespace_key_with_a_spaced_colon_is_a_removal(
+    generate: Generate, cluster: FakeArgo, repo: Path
+) -> None:
+    # go-yaml scannerc.go yaml_parser_scan_plain_scalar: in "namespace :plain" the ":" is no value
+    # indicator (no blank after it): one key, and the PVC lands in the destination namespace
+    cluster.put(application("plain", resources=[*PLAIN, ("", "PersistentVolumeClaim", "plain", "data")]))
+    (repo / "plain" / "pvc.yaml").write_text(
+        "---\n{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data, namespace :plain},\n"
+        "  spec: {volumeName: v}}\n"
+    )
+    proc = run(generate, cluster)
+    assert proc.returncode == 3, proc.stderr
+    assert "  PersistentVolumeClaim plain/data" in proc.stderr.splitlines()

@@ -797,3 +797,82 @@ def test_a_flow_stream_reads_in_tier_1_5_as_in_tier_2(chunks: list[str], crlf: b
     got = read(_scan_flow)
     if got is not None:
         assert got == read(_scan_general)
+
+
+@pytest.mark.parametrize("kind", ["List", "ConfigMap"])
+@pytest.mark.parametrize("indent", [0, 2])
+def test_a_list_item_with_items_of_its_own_is_kept_whole(kind: str, indent: int) -> None:
+    # Argo CD flattens a List one level (driftguard/manifests.py _flatten): the item stays, its
+    # own items are no resources; scanned as a stream of its own, it was flattened again
+    item = (
+        f"apiVersion: v1\nkind: {kind}\nmetadata:\n  name: inner\nitems:\n"
+        "- apiVersion: v1\n  kind: PersistentVolumeClaim\n  metadata:\n    name: data\n"
+    )
+    text = as_list([item], indent)
+    assert keys_of(scan_stream(text), default_namespace="apps") == parsed(text)
+    assert [k.kind for k in parsed(text)] == [kind]
+
+
+DEEP = "[" * 3000 + "]" * 3000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"---\n{{apiVersion: v1, kind: ConfigMap, metadata: {{name: deep}}, x: {DEEP}}}\n",
+        f"{{apiVersion: v1, kind: ConfigMap, metadata: {{name: deep}}, x: {DEEP}}}\n---\n"
+        "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
+        f"apiVersion: v1\nkind: List\nitems:\n- {{apiVersion: v1, kind: ConfigMap, metadata: {{name: a}}, x: {DEEP}}}\n",
+        f'---\n{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "deep"}}, "x": {DEEP}}}\n',
+    ],
+)
+def test_a_flow_document_nested_too_deep_is_refused_by_the_limit(text: str) -> None:
+    # deeper than Python's recursion: the flow reader hands the document to the parser, whose
+    # refusal is a LimitExceeded (a ManifestError the CLI words), never a RecursionError
+    with pytest.raises(ManifestError, match="nesting too deep"):
+        scan_stream(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data},\n\ufeffkind: ConfigMap}\n",
+        "---\n{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data,\n\ufeffnamespace: x}}\n",
+        "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: data}}\n---\n"
+        '{"apiVersion": "v1", "kind": "ConfigMap",\n\ufeff"metadata": {"name": "b"}, "metadata": {"name": "c"}}\n',
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data},\n"
+        "  \ufeffkind: ConfigMap}\n",
+    ],
+)
+def test_a_bom_at_a_line_start_in_flow_is_skipped_as_go_yaml_skips_it(text: str) -> None:
+    # go-yaml (scannerc.go yaml_parser_scan_to_next_token) and libyaml skip a BOM at column 0
+    # before any token: the key after it is a plain key, a second kind or namespace read last
+    assert keys_of(scan_stream(text), default_namespace="apps") == parsed(text)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        "name: data, namespace :other",
+        "name: data, namespace  :other",
+        "name: data, namespace\n  :other",
+        "name: data,\n  namespace :other, labels: {a: b}",
+        'name: data, "namespace" :other',
+        "namespace: plain, name :other",
+    ],
+)
+def test_a_colon_after_blanks_in_a_flow_plain_scalar_is_part_of_it(meta: str) -> None:
+    # go-yaml's plain scalar (scannerc.go yaml_parser_scan_plain_scalar) ends at ":" only before
+    # a blank: "namespace :other" is one key (null value), no namespace "other"
+    for text in (
+        f"{{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {{{meta}}}}}\n",
+        f"---\n{{apiVersion: v1, kind: ConfigMap, metadata: {{name: a}}}}\n---\n"
+        f"{{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {{{meta}}}}}\n",
+    ):
+        try:
+            expected = parsed(text)
+        except ManifestError:
+            with pytest.raises(ManifestError):
+                scan_stream(text)
+            continue
+        assert keys_of(scan_stream(text), default_namespace="apps") == expected
